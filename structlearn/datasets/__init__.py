@@ -1,0 +1,53 @@
+"""Benchmark data sets for structured prediction.
+
+Three kinds of entry points:
+
+- **readers** -- pure functions of a path, for files you already have:
+  :func:`read_label_ranking_csv`, :func:`read_arff_multilabel`,
+  :func:`read_chu_ghahramani`, :func:`read_wine_quality`;
+- **fetchers** -- download-and-cache with SHA-256 verification:
+  :func:`fetch_label_ranking`, :func:`fetch_mulan`,
+  :func:`fetch_chu_ghahramani` (cache folder: :func:`get_data_home`);
+- **bundled loaders** -- small redistributable data shipped with the package,
+  no network needed: :func:`load_wine_quality`, :func:`load_label_ranking`,
+  :func:`load_ewt_constructions`.
+
+Conventions: label rankings are rank vectors (``Y[i, j]`` = rank of label
+``j``, 1 = best); multilabel targets are 0/1 indicator matrices; ordinal
+targets are integer labels.
+"""
+
+from ._base import ChecksumError, get_data_home
+from ._bundled import load_ewt_constructions, load_label_ranking, load_wine_quality
+from ._fetchers import (
+    fetch_chu_ghahramani,
+    fetch_label_ranking,
+    fetch_mulan,
+    list_chu_ghahramani_datasets,
+    list_label_ranking_datasets,
+    list_mulan_datasets,
+)
+from ._readers import (
+    read_arff_multilabel,
+    read_chu_ghahramani,
+    read_label_ranking_csv,
+    read_wine_quality,
+)
+
+__all__ = [
+    "ChecksumError",
+    "get_data_home",
+    "read_label_ranking_csv",
+    "read_arff_multilabel",
+    "read_chu_ghahramani",
+    "read_wine_quality",
+    "fetch_label_ranking",
+    "fetch_mulan",
+    "fetch_chu_ghahramani",
+    "list_label_ranking_datasets",
+    "list_mulan_datasets",
+    "list_chu_ghahramani_datasets",
+    "load_wine_quality",
+    "load_label_ranking",
+    "load_ewt_constructions",
+]

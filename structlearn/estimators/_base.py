@@ -1,0 +1,184 @@
+"""Shared machinery of the linear structured estimators."""
+
+import numbers
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from ..losses import Perceptron, get_loss
+from ..solvers import lbfgs, sgd
+
+SOLVERS = ("auto", "lbfgs", "sgd")
+DECODINGS = ("map", "calibrated")
+
+
+class StructuredLinearModel(BaseEstimator):
+    """Linear model ``theta = W x + b`` over a structure's parts.
+
+    Subclasses provide the structure and the target conversions:
+    ``_prepare_targets(y) -> (y_internal, structure, extra_attributes)`` and
+    ``_labels_to_output(labels)``.
+    """
+
+    _default_loss = "projection"
+
+    def __init__(self, loss="projection", alpha=1e-3, fit_intercept=True,
+                 solver="auto", max_iter=None, tol=1e-5, decoding="calibrated",
+                 random_state=None, n_jobs=None, verbose=0, warm_start=False):
+        self.loss = loss
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.decoding = decoding
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    # ------------------------------------------------------------ validation
+    def _check_params(self, loss):
+        if not isinstance(self.alpha, numbers.Real) or not np.isfinite(self.alpha) \
+                or self.alpha < 0:
+            raise ValueError(f"alpha must be a non-negative finite number, got {self.alpha!r}.")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}.")
+        if self.decoding not in DECODINGS:
+            raise ValueError(f"decoding must be one of {DECODINGS}, got {self.decoding!r}.")
+        if self.max_iter is not None and (
+                not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1):
+            raise ValueError(f"max_iter must be a positive integer or None, got {self.max_iter!r}.")
+        if not isinstance(self.tol, numbers.Real) or self.tol < 0:
+            raise ValueError(f"tol must be a non-negative number, got {self.tol!r}.")
+        solver = self.solver
+        if solver == "auto":
+            solver = "lbfgs" if loss.smooth else "sgd"
+        if solver == "lbfgs" and not loss.smooth:
+            raise ValueError(
+                f"solver='lbfgs' needs a smooth loss; {loss} is not smooth. "
+                f"Use solver='sgd' or 'auto'.")
+        if solver == "lbfgs" and self.alpha == 0 and isinstance(loss, Perceptron):
+            raise ValueError("the perceptron loss is trained by the averaged perceptron (solver='sgd').")
+        return solver
+
+    def _validate_X(self, X, reset):
+        return validate_data(self, X, reset=reset, accept_sparse="csr",
+                             dtype=np.float64, ensure_all_finite=True)
+
+    # ------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : targets, see the class docstring.
+
+        Returns
+        -------
+        self
+        """
+        t_start = time.perf_counter()
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
+                             f"target y is None.")
+        X = check_array(X, accept_sparse="csr", dtype=np.float64,
+                        ensure_all_finite=True, ensure_min_samples=1)
+        loss = get_loss(self.loss)
+        y_int, structure, extra = self._prepare_targets(y, n_samples=X.shape[0])
+        loss.check(structure)
+        solver = self._check_params(loss)
+        # Everything is validated: only now touch the estimator's state.
+        warm = (self.warm_start and hasattr(self, "coef_")
+                and self.coef_.shape == (structure.n_parts, X.shape[1]))
+        X = self._validate_X(X, reset=True)
+        p, d = structure.n_parts, X.shape[1]
+        if warm:
+            W0, b0 = self.coef_.copy(), self.intercept_.copy()
+        else:
+            W0, b0 = np.zeros((p, d)), np.zeros(p)
+        if solver == "lbfgs":
+            W, b, n_iter, obj = lbfgs(
+                X, y_int, structure, loss, float(self.alpha), W0, b0,
+                fit_intercept=self.fit_intercept,
+                max_iter=500 if self.max_iter is None else self.max_iter,
+                tol=self.tol, n_jobs=self.n_jobs, verbose=self.verbose)
+        else:
+            W, b, n_iter, obj = sgd(
+                X, y_int, structure, loss, float(self.alpha), W0, b0,
+                fit_intercept=self.fit_intercept,
+                max_iter=50 if self.max_iter is None else self.max_iter,
+                tol=self.tol, random_state=self.random_state, n_jobs=self.n_jobs,
+                verbose=self.verbose, perceptron=isinstance(loss, Perceptron))
+        self.coef_ = W
+        self.intercept_ = b if self.fit_intercept else np.zeros(p)
+        self.loss_ = loss
+        self.structure_ = structure
+        self.solver_ = solver
+        self.n_iter_ = n_iter
+        self.objective_ = obj
+        for key, value in extra.items():
+            setattr(self, key, value)
+        if self.verbose:
+            print(f"[{type(self).__name__}] fit with loss={loss}, solver={solver} "
+                  f"in {time.perf_counter() - t_start:.2f}s")
+        return self
+
+    # ---------------------------------------------------------------- predict
+    def decision_function(self, X):
+        """Part scores ``theta = W x + b``, shape (n_samples, n_parts)."""
+        return self._part_scores(X)
+
+    def _part_scores(self, X):
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        theta = X @ self.coef_.T
+        if sp.issparse(theta):
+            theta = theta.toarray()
+        return np.asarray(theta) + self.intercept_
+
+    def _predict_labels(self, X):
+        theta = self._part_scores(X)
+        if self.decoding == "map":
+            return self.structure_.argmax(theta)
+        return self.structure_.calibrated_decode(self.loss_.mean(theta, self.structure_))
+
+    def predict(self, X):
+        """Predict structured outputs (MAP or calibrated decoding)."""
+        return self._labels_to_output(self._predict_labels(X))
+
+    def predict_marginals(self, X):
+        """The loss's prediction map ``grad Omega*(theta)`` per sample.
+
+        CRF marginals, SparseMAP marginals, projections, the MAP vertex
+        (perceptron and hinge losses) or ``theta`` (squared loss).
+        """
+        theta = self._part_scores(X)  # checks fitted first
+        return self.loss_.mean(theta, self.structure_)
+
+    def predict_sparse(self, X):
+        """SparseMAP distribution over structures for each sample.
+
+        Returns
+        -------
+        list of list of (output, weight)
+            For each sample, the structures in the SparseMAP support with
+            their probabilities (sum to one).
+        """
+        theta = self._part_scores(X)
+        st = self.structure_
+        out = []
+        for row in theta:
+            _, V, w, _ = st.sparsemap_support(row)
+            labels = self._vertices_to_labels(V)
+            out.append([(lab, float(wt)) for lab, wt in zip(labels, w)])
+        return out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

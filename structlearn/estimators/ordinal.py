@@ -1,0 +1,130 @@
+"""Ordinal regression."""
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import column_or_1d
+
+from ..losses import CRF, Projection, SparseMAP
+from ..structures import OrderSimplex
+from ._base import StructuredLinearModel
+
+
+def _has_distribution(est):
+    loss = est.loss_ if hasattr(est, "loss_") else None
+    if loss is None:
+        from ..losses import get_loss
+        loss = get_loss(est.loss)
+    if isinstance(loss, (CRF, SparseMAP)):
+        return True
+    if isinstance(loss, Projection):
+        return loss.set == "marginal"
+    return False
+
+
+class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
+    """Ordinal regression on the order simplex (all-threshold encoding).
+
+    ``k`` ordered classes are encoded by ``k - 1`` thresholds,
+    ``phi(y)_t = 1[y > t]`` (Blondel 2019), each threshold with its own
+    linear score.  Any sortable labels work: ``classes_`` holds them in
+    order and non-contiguous values are fine (the model sees class indices).
+
+    ``score`` returns the **negative mean absolute error measured in class
+    positions** (so that larger is better, as scikit-learn scorers expect);
+    for contiguous integer labels this is minus the usual MAE.
+
+    Parameters
+    ----------
+    loss : str or Loss, default='projection'
+        Any of 'perceptron', 'hinge', 'hinge-slack' (exact), 'hinge-approx-slack',
+        'poslearn', 'crf', 'sparsemap', 'm-sparsemap', 'projection'
+        (onto the order simplex: isotonic regression), 'squared', or a loss
+        object such as ``Projection(set='cube', geometry='kl')``.
+    alpha, fit_intercept, solver, max_iter, tol, random_state, n_jobs,
+    verbose, warm_start
+        See :class:`structlearn.LabelRanker`.
+    decoding : {'map', 'calibrated'}, default='calibrated'
+        'calibrated' predicts ``1 + #{t : mu_t > 1/2}`` from the loss's
+        marginals (the median class: optimal for absolute error).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (n_classes - 1, n_features)
+    intercept_ : ndarray of shape (n_classes - 1,)
+    """
+
+    def _prepare_targets(self, y, n_samples):
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D (n_samples,), got shape {y.shape}.")
+        if len(y) != n_samples:
+            raise ValueError(f"X has {n_samples} samples but y has {len(y)}.")
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            bad = int(np.argwhere(~np.isfinite(y))[0, 0])
+            raise ValueError(f"y has a non-finite label at position {bad}.")
+        if y.dtype.kind == "f" and type_of_target(y) == "continuous":
+            raise ValueError("y looks continuous (non-integer floats); ordinal "
+                             "regression needs discrete ordered labels.")
+        try:
+            classes, y_idx = np.unique(y, return_inverse=True)
+        except TypeError as exc:
+            raise ValueError(f"ordinal labels must be sortable: {exc}") from exc
+        if len(classes) < 2:
+            raise ValueError(f"ordinal regression needs at least 2 classes; got 1 "
+                             f"class: {classes.tolist()}.")
+        return y_idx.astype(np.int64), OrderSimplex(len(classes)), {"classes_": classes}
+
+    def _labels_to_output(self, labels):
+        return self.classes_[labels]
+
+    def _vertices_to_labels(self, V):
+        return list(self.classes_[self.structure_.decode(V)])
+
+    def decision_function(self, X):
+        """Class scores ``s_j = sum_{t<j} theta_t`` (MAP = argmax).
+
+        Shape (n_samples, n_classes), or (n_samples,) with the single
+        threshold score for two classes, as scikit-learn classifiers do.  The
+        threshold (part) scores are ``predict_marginals``' input and
+        ``coef_``'s rows.
+        """
+        theta = self._part_scores(X)  # checks fitted first
+        S = self.structure_.class_scores(theta)
+        if S.shape[1] == 2:
+            return S[:, 1]
+        return S
+
+    @available_if(_has_distribution)
+    def predict_proba(self, X):
+        """Class probabilities implied by the loss.
+
+        CRF: the Gibbs distribution over classes.  SparseMAP / projection
+        onto the order simplex: ``p_j = mu_{j-1} - mu_j`` from the
+        (monotone) threshold marginals, a sparse distribution.
+        """
+        theta = self._part_scores(X)
+        st = self.structure_
+        if isinstance(self.loss_, CRF):
+            return st.class_probabilities(theta)
+        mu = self.loss_.mean(theta, st)
+        n = len(mu)
+        ext = np.hstack([np.ones((n, 1)), mu, np.zeros((n, 1))])
+        return np.clip(ext[:, :-1] - ext[:, 1:], 0.0, 1.0)
+
+    def score(self, X, y, sample_weight=None):
+        """Negative mean absolute error in class positions."""
+        y = np.asarray(y)
+        pos = np.searchsorted(self.classes_, y)
+        pos = np.clip(pos, 0, len(self.classes_) - 1)
+        unknown = self.classes_[pos] != y
+        if np.any(unknown):
+            bad = int(np.argmax(unknown))
+            raise ValueError(f"y has a label unseen in training at position {bad}: "
+                             f"{y[bad]!r}; classes are {self.classes_.tolist()}.")
+        pred = np.searchsorted(self.classes_, self.predict(X))
+        return -float(np.average(np.abs(pred - pos), weights=sample_weight))

@@ -1,0 +1,141 @@
+"""Label ranking."""
+
+import numpy as np
+
+from ..structures import Birkhoff, Permutahedron
+from ._base import StructuredLinearModel
+
+
+def check_rankings(Y, n_samples=None, name="y"):
+    """Validate a matrix of rank vectors (row i: ranks of the labels, 1 = best).
+
+    Returns an int64 array; raises a ValueError naming the first bad row.
+    """
+    Y = np.asarray(Y)
+    if Y.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array of rank vectors "
+                         f"(n_samples, n_labels), got shape {Y.shape}.")
+    if n_samples is not None and Y.shape[0] != n_samples:
+        raise ValueError(f"X has {n_samples} samples but {name} has {Y.shape[0]} rows.")
+    if Y.shape[1] < 2:
+        raise ValueError(f"label ranking needs at least 2 labels, got {Y.shape[1]}.")
+    if not np.issubdtype(Y.dtype, np.number) or np.issubdtype(Y.dtype, np.complexfloating):
+        raise ValueError(f"{name} must contain integer ranks, got dtype {Y.dtype}.")
+    if not np.all(np.isfinite(Y)):
+        bad = int(np.argwhere(~np.isfinite(Y))[0, 0])
+        raise ValueError(f"{name} has a non-finite rank in row {bad}.")
+    if np.any(Y != np.round(Y)):
+        bad = int(np.argwhere(Y != np.round(Y))[0, 0])
+        raise ValueError(f"{name} row {bad} has non-integer ranks: {Y[bad].tolist()}.")
+    Yi = Y.astype(np.int64)
+    k = Yi.shape[1]
+    if Yi.min() < 1 or Yi.max() > k:
+        bad = int(np.argwhere((Yi < 1) | (Yi > k))[0, 0])
+        raise ValueError(f"{name} row {bad} has ranks out of range 1..{k}: {Yi[bad].tolist()}.")
+    ok = np.all(np.sort(Yi, axis=1) == np.arange(1, k + 1)[None, :], axis=1)
+    if not ok.all():
+        bad = int(np.argmin(ok))
+        raise ValueError(f"{name} row {bad} is not a permutation of 1..{k} "
+                         f"(ties and partial rankings are not supported): {Yi[bad].tolist()}.")
+    return Yi
+
+
+class LabelRanker(StructuredLinearModel):
+    """Label ranking with a linear model and a structured loss.
+
+    Targets are rank vectors: ``Y[i, j]`` is the rank of label ``j`` for
+    sample ``i`` (1 = best), the convention of scikit-lr and of the
+    label-ranking benchmark data.  ``predict`` returns rank vectors and
+    ``score`` the mean Kendall's tau.
+
+    Parameters
+    ----------
+    polytope : {'permutahedron', 'birkhoff'}, default='permutahedron'
+        Output encoding. 'permutahedron': one score per label, MAP = sort
+        (``phi(y)_j = k + 1 - y_j``). 'birkhoff': one score per
+        (label, rank), MAP = linear assignment; enables the row-stochastic
+        superset and KL (Sinkhorn) projections.
+    loss : str or Loss, default='projection'
+        'perceptron', 'hinge', 'hinge-approx-slack', 'poslearn',
+        'sparsemap', 'm-sparsemap', 'projection', 'squared', or a loss object
+        such as ``Projection(set='row-stochastic', geometry='kl')``.  'crf'
+        and 'hinge-slack' are intractable on permutations and raise.
+    alpha : float, default=1e-3
+        L2 penalty ``alpha/2 ||W||^2`` on the mean loss.
+    fit_intercept : bool, default=True
+    solver : {'auto', 'lbfgs', 'sgd'}, default='auto'
+        'auto' picks L-BFGS for smooth losses and averaged stochastic
+        subgradient (averaged perceptron for 'perceptron') otherwise.
+    max_iter : int, default=None
+        L-BFGS iterations (500) or SGD epochs (50).
+    tol : float, default=1e-5
+    decoding : {'map', 'calibrated'}, default='calibrated'
+        'calibrated' decodes the loss's marginals for the task cost
+        (Blondel 2019, Sec. 5): a sort of the marginals (Spearman) on the
+        permutahedron, a linear assignment (Hamming on permutation
+        matrices) on the Birkhoff polytope.
+    random_state : int, RandomState or None
+        Shuffling of the stochastic solvers.
+    n_jobs : int, default=None
+        Threads for the inference oracles (joblib).
+    verbose : int, default=0
+    warm_start : bool, default=False
+        Start from the previous solution when refitting.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_parts, n_features)
+    intercept_ : ndarray of shape (n_parts,)
+    n_labels_ : int
+    structure_ : Permutahedron or Birkhoff
+    loss_ : Loss
+    n_iter_ : int
+    objective_ : float
+        Final regularised objective.
+    """
+
+    def __init__(self, polytope="permutahedron", loss="projection", alpha=1e-3,
+                 fit_intercept=True, solver="auto", max_iter=None, tol=1e-5,
+                 decoding="calibrated", random_state=None, n_jobs=None, verbose=0,
+                 warm_start=False):
+        super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept,
+                         solver=solver, max_iter=max_iter, tol=tol, decoding=decoding,
+                         random_state=random_state, n_jobs=n_jobs, verbose=verbose,
+                         warm_start=warm_start)
+        self.polytope = polytope
+
+    def _prepare_targets(self, y, n_samples):
+        if self.polytope not in ("permutahedron", "birkhoff"):
+            raise ValueError(f"polytope must be 'permutahedron' or 'birkhoff', "
+                             f"got {self.polytope!r}.")
+        Y = check_rankings(y, n_samples)
+        k = Y.shape[1]
+        st = Permutahedron(k) if self.polytope == "permutahedron" else Birkhoff(k)
+        return Y, st, {"n_labels_": k}
+
+    def _labels_to_output(self, labels):
+        return labels
+
+    def _vertices_to_labels(self, V):
+        return list(self.structure_.decode(V))
+
+    def predict_marginals(self, X):
+        """Marginals of the loss; (n, k, k) label x rank matrices on Birkhoff."""
+        mu = super().predict_marginals(X)
+        if self.polytope == "birkhoff":
+            return mu.reshape(len(mu), self.n_labels_, self.n_labels_)
+        return mu
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.target_tags.single_output = False
+        tags.target_tags.multi_output = True
+        return tags
+
+    def score(self, X, y, sample_weight=None):
+        """Mean Kendall's tau between predicted and true rank vectors."""
+        from ..metrics import kendall_tau
+        Y = check_rankings(y, name="y")
+        tau = kendall_tau(Y, self.predict(X))
+        return float(tau)

@@ -1,0 +1,388 @@
+"""Structured losses: small stateless objects over (theta, y, structure).
+
+Every loss implements ``value_and_grad(theta, y, structure)`` returning the
+per-sample loss values (n,) and the gradient (or a subgradient) with respect
+to ``theta`` (n, n_parts), and ``mean(theta, structure)``: the prediction map
+``grad Omega*(theta)`` of the loss (MAP vertex, CRF marginals, SparseMAP or
+projected marginals, or ``theta`` itself for the squared loss) used by
+calibrated decoding.
+
+Two families:
+
+* **Fenchel-Young** (Niculae et al. 2018, Sec. 4; Blondel 2019):
+  ``loss = Omega*(theta) + Omega(phi(y)) - <theta, phi(y)>`` with gradient
+  ``grad Omega*(theta) - phi(y)``.  Perceptron (Omega = 0), CRF (negative
+  entropy), SparseMAP (``1/2 ||u||^2``), projections onto a set ``C``
+  (``Psi + I_C``, Euclidean or KL), squared loss (``C = R^p``).  Cost
+  augmentation (hinge, margin-SparseMAP) evaluates the base loss at
+  ``theta + cost_vector(phi(y))``, since every structure's cost is affine in
+  the encoding.
+* **Max-margin with other scalings** (Sarawagi & Gupta 2008): slack scaling
+  (exact where the structure has a polynomial algorithm), approximate slack
+  scaling (Sec. 3), and PosLearn (Sec. 4).
+
+Losses are scikit-learn estimators only for ``get_params``/``set_params``, so
+``GridSearchCV`` can search ``loss__geometry`` and friends.
+"""
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .structures.base import IntractableError
+
+
+def _dot(a, b):
+    return np.einsum("ij,ij->i", a, b)
+
+
+class Loss(BaseEstimator):
+    """Base class.  ``smooth`` says whether L-BFGS may be used."""
+
+    smooth = False
+    name = "loss"
+
+    def check(self, structure):
+        """Raise a ValueError now if ``structure`` lacks an oracle we need."""
+
+    def value_and_grad(self, theta, y, structure):
+        raise NotImplementedError
+
+    def mean(self, theta, structure):
+        """The loss's prediction map ``grad Omega*(theta)`` (see module doc)."""
+        return structure.encode(structure.argmax(theta))
+
+    def __str__(self):
+        return self.name
+
+
+class Perceptron(Loss):
+    """Structured perceptron loss ``max_y' s(y') - s(y)`` (Collins 2002).
+
+    Trained by the averaged perceptron algorithm (no regularisation: with an
+    L2 penalty the minimiser of this loss is ``w = 0``).
+    """
+
+    name = "perceptron"
+
+    def value_and_grad(self, theta, y, structure):
+        phi = structure.encode(y)
+        phi_hat = structure.encode(structure.argmax(theta))
+        return _dot(theta, phi_hat - phi), phi_hat - phi
+
+
+class Hinge(Loss):
+    """Structured hinge loss with margin, slack or approximate slack scaling.
+
+    Parameters
+    ----------
+    scaling : {'margin', 'slack', 'approx-slack'}
+        * 'margin': ``max_y' [s(y') + L(y', y)] - s(y)`` (cost-augmented MAP).
+        * 'slack': ``max_y' L(y', y) [1 - s(y) + s(y')]_+`` by the structure's
+          exact algorithm; structures without one raise a ValueError pointing
+          to 'approx-slack'.
+        * 'approx-slack': the variational approximation of Sarawagi & Gupta
+          (2008, Sec. 3) using only cost-augmented top-2 MAP calls.
+    n_search : int, default=12
+        Number of ``F(lambda)`` evaluations of the golden-section search
+        ('approx-slack').
+    epsilon : float, default=1e-3
+        Tolerance defining the lower end ``lambda_l = epsilon / L_max`` of
+        the search ('approx-slack').
+
+    Notes
+    -----
+    Approximate slack scaling, choices where the paper is tied to its
+    cutting-plane trainer: the slack ``xi`` in ``F(lambda) = max_{y != y_i}
+    s(y) + lambda L(y) - 2 sqrt(xi lambda)`` is taken as the largest slack
+    hinge ``L(y)(1 - s(y_i) + s(y))`` among the labelings found at the two
+    ends of the interval ``[lambda_l, lambda_u]`` (Sec. 3.1 bounds); the
+    search minimises ``F`` (convex, Claim 3.2) by golden section; among all
+    labelings met, the one with the largest slack hinge defines the loss
+    value and subgradient.  The value is therefore a lower bound of the exact
+    slack-scaling loss, equal to it whenever the search meets the exact
+    violator.
+    """
+
+    def __init__(self, scaling="margin", n_search=12, epsilon=1e-3):
+        self.scaling = scaling
+        self.n_search = n_search
+        self.epsilon = epsilon
+
+    @property
+    def name(self):
+        return {"margin": "hinge", "slack": "hinge-slack",
+                "approx-slack": "hinge-approx-slack"}.get(self.scaling, "hinge")
+
+    def check(self, structure):
+        if self.scaling not in ("margin", "slack", "approx-slack"):
+            raise ValueError(
+                f"Hinge scaling must be 'margin', 'slack' or 'approx-slack', "
+                f"got {self.scaling!r}.")
+        if self.scaling == "slack" and not structure.has_exact_slack:
+            structure.slack_violator(None, None)  # raises IntractableError
+        if self.scaling == "approx-slack" and (
+                not isinstance(self.n_search, (int, np.integer)) or self.n_search < 2):
+            raise ValueError(f"n_search must be an integer >= 2, got {self.n_search!r}.")
+
+    def value_and_grad(self, theta, y, structure):
+        phi = structure.encode(y)
+        if self.scaling == "margin":
+            aug = theta + structure.cost_vector(phi)
+            phi_hat = structure.encode(structure.argmax(aug))
+            return _dot(aug, phi_hat - phi), phi_hat - phi
+        if self.scaling == "slack":
+            phi_hat = structure.slack_violator(theta, y)
+        else:
+            phi_hat = self._approx_slack_violator(theta, y, phi, structure)
+        return self._slack_hinge(theta, phi, phi_hat, structure)
+
+    @staticmethod
+    def _slack_hinge(theta, phi, phi_hat, structure):
+        c = structure.cost_vector(phi)
+        L = _dot(phi_hat - phi, c)
+        margin = 1.0 - _dot(theta, phi - phi_hat)
+        active = (margin > 0) & (L > 0)
+        value = np.where(active, L * margin, 0.0)
+        grad = np.where(active[:, None], L[:, None] * (phi_hat - phi), 0.0)
+        return value, grad
+
+    def _approx_slack_violator(self, theta, y, phi, structure):
+        n = len(theta)
+        c = structure.cost_vector(phi)
+        s_true = _dot(theta, phi)
+        L_max, L_eps = structure.cost_bounds()
+
+        best_phi = phi.copy()
+        best_g = np.zeros(n)
+
+        def evaluate(lam):
+            cand = structure.encode(structure.second_best(theta + lam[:, None] * c, y))
+            s = _dot(theta, cand)
+            L = _dot(cand - phi, c)
+            g = L * (1.0 - s_true + s)
+            better = g > best_g
+            best_phi[better] = cand[better]
+            best_g[better] = g[better]
+            return s, L
+
+        lam_l = np.full(n, self.epsilon / L_max)
+        s_map = _dot(theta, structure.encode(structure.argmax(theta)))
+        evaluate(lam_l)
+        xi = best_g.copy()
+        lam_u = np.maximum((s_map - s_true + 1.0 - xi / L_max) / L_eps, lam_l)
+        evaluate(lam_u)
+        xi = best_g.copy()
+
+        def F(lam):
+            s, L = evaluate(lam)
+            return s + lam * L - 2.0 * np.sqrt(xi * lam)
+
+        # golden-section search for min F on [lam_l, lam_u], per sample
+        ratio = (np.sqrt(5.0) - 1.0) / 2.0
+        a, b = lam_l, lam_u
+        x1 = b - ratio * (b - a)
+        x2 = a + ratio * (b - a)
+        f1, f2 = F(x1), F(x2)
+        for _ in range(self.n_search - 2):
+            left = f1 <= f2
+            a = np.where(left, a, x1)
+            b = np.where(left, x2, b)
+            x2_new = np.where(left, x1, a + ratio * (b - a))
+            x1_new = np.where(left, b - ratio * (b - a), x2)
+            f_new = F(np.where(left, x1_new, x2_new))
+            f1, f2 = np.where(left, f_new, f2), np.where(left, f1, f_new)
+            x1, x2 = x1_new, x2_new
+        return best_phi
+
+
+class PosLearn(Loss):
+    """PosLearn: one slack per position of the decomposed cost.
+
+    ``sum_c max_{y': y'_c != y_c} L_c(y'_c) [1 - s(y) + s(y')]_+``
+    (Sarawagi & Gupta 2008, Sec. 4).  Positions are labels (multilabel),
+    thresholds (ordinal) and labels' ranks (ranking); the structure provides
+    the per-position violators.
+    """
+
+    name = "poslearn"
+
+    def value_and_grad(self, theta, y, structure):
+        phi = structure.encode(y)
+        costs, scores, phis = structure.poslearn_violators(theta, y)
+        s_true = _dot(theta, phi)
+        with np.errstate(invalid="ignore"):
+            margin = costs * (1.0 - s_true[:, None] + scores)
+        active = np.isfinite(margin) & (margin > 0)
+        value = np.where(active, margin, 0.0).sum(axis=1)
+        coef = np.where(active, costs, 0.0)
+        grad = np.einsum("nc,ncp->np", coef, phis) - coef.sum(axis=1)[:, None] * phi
+        return value, grad
+
+
+class CRF(Loss):
+    """Conditional random field loss ``log Z(theta) - s(y)`` (Lafferty et al. 2001).
+
+    Needs marginal inference: available on the unit cube, the knapsack
+    polytope and the order simplex; a ValueError on the permutahedron and
+    Birkhoff polytope (#P-hard).
+    """
+
+    smooth = True
+    name = "crf"
+
+    def check(self, structure):
+        structure.marginals(np.zeros((1, structure.n_parts)))
+
+    def value_and_grad(self, theta, y, structure):
+        phi = structure.encode(y)
+        mu, logZ = structure.marginals_and_log_partition(theta)
+        return logZ - _dot(theta, phi), mu - phi
+
+    def mean(self, theta, structure):
+        return structure.marginals(theta)
+
+
+class SparseMAP(Loss):
+    """SparseMAP loss and its margin version (Niculae et al. 2018, Sec. 4).
+
+    ``Omega*(theta) + 1/2 ||phi(y)||^2 - <theta, phi(y)>`` with
+    ``Omega*(theta) = max_{mu in M} <theta, mu> - 1/2 ||mu_U||^2`` computed
+    by the generic active-set solver.  With ``margin=True`` (m-SparseMAP) the
+    loss is evaluated at the cost-augmented ``theta + cost_vector(phi(y))``.
+
+    Parameters
+    ----------
+    margin : bool, default=False
+    max_iter : int, default=1000
+        Active-set iterations per sample.
+    tol : float, default=1e-9
+    """
+
+    smooth = True
+
+    def __init__(self, margin=False, max_iter=1000, tol=1e-9):
+        self.margin = margin
+        self.max_iter = max_iter
+        self.tol = tol
+
+    @property
+    def name(self):
+        return "m-sparsemap" if self.margin else "sparsemap"
+
+    def value_and_grad(self, theta, y, structure):
+        phi = structure.encode(y)
+        if self.margin:
+            theta = theta + structure.cost_vector(phi)
+        mu = structure.sparsemap(theta, self.max_iter, self.tol)
+        nu = structure.n_unary
+        value = (_dot(theta, mu - phi) - 0.5 * _dot(mu[:, :nu], mu[:, :nu])
+                 + 0.5 * _dot(phi[:, :nu], phi[:, :nu]))
+        return np.maximum(value, 0.0), mu - phi
+
+    def mean(self, theta, structure):
+        return structure.sparsemap(theta, self.max_iter, self.tol)
+
+
+class Projection(Loss):
+    """Projection-based Fenchel-Young loss (Blondel 2019).
+
+    ``S(theta, y) = <theta, mu> - Psi(mu) + Psi(phi(y)) - <theta, phi(y)>``
+    with ``mu`` the Bregman projection onto ``set``: Euclidean
+    (``Psi = 1/2 ||.||^2``) or KL (``Psi(u) = <u, log u>``, projecting
+    ``exp(theta - 1)``).  Gradient ``mu - phi(y)``.
+
+    Parameters
+    ----------
+    set : str, default='marginal'
+        'marginal' (the structure's marginal polytope, the best choice) or a
+        cheaper superset the structure offers ('cube', 'row-stochastic').
+    geometry : {'euclidean', 'kl'}, default='euclidean'
+    """
+
+    smooth = True
+
+    def __init__(self, set="marginal", geometry="euclidean"):
+        self.set = set
+        self.geometry = geometry
+
+    @property
+    def name(self):
+        if self.set == "marginal" and self.geometry == "euclidean":
+            return "projection"
+        return f"projection[{self.set},{self.geometry}]"
+
+    def check(self, structure):
+        structure.check_projection(self.set, self.geometry)
+
+    def value_and_grad(self, theta, y, structure):
+        phi = structure.encode(y)
+        mu = structure.project(theta, self.set, self.geometry)
+        if self.geometry == "euclidean":
+            value = _dot(theta, mu - phi) - 0.5 * _dot(mu, mu) + 0.5 * _dot(phi, phi)
+        else:
+            value = _dot(theta, mu - phi) - _xlogx(mu) + _xlogx(phi)
+        return np.maximum(value, 0.0), mu - phi
+
+    def mean(self, theta, structure):
+        return structure.project(theta, self.set, self.geometry)
+
+
+def _xlogx(u):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(u > 0, u * np.log(np.where(u > 0, u, 1.0)), 0.0).sum(axis=1)
+
+
+class Squared(Loss):
+    """Squared loss ``1/2 ||phi(y) - theta||^2``: projection onto ``R^p``.
+
+    The baseline of Blondel (2019): no structure during training; pair it
+    with ``decoding='calibrated'`` (or MAP) at prediction time.
+    """
+
+    smooth = True
+    name = "squared"
+
+    def value_and_grad(self, theta, y, structure):
+        diff = theta - structure.encode(y)
+        return 0.5 * _dot(diff, diff), diff
+
+    def mean(self, theta, structure):
+        return np.asarray(theta, dtype=np.float64)
+
+
+LOSSES = {
+    "perceptron": Perceptron,
+    "hinge": lambda: Hinge("margin"),
+    "hinge-slack": lambda: Hinge("slack"),
+    "hinge-approx-slack": lambda: Hinge("approx-slack"),
+    "poslearn": PosLearn,
+    "crf": CRF,
+    "sparsemap": SparseMAP,
+    "m-sparsemap": lambda: SparseMAP(margin=True),
+    "projection": Projection,
+    "squared": Squared,
+}
+
+
+def get_loss(loss):
+    """Resolve a loss name or instance to a loss object.
+
+    Parameters
+    ----------
+    loss : str or Loss
+        One of ``'perceptron', 'hinge', 'hinge-slack', 'hinge-approx-slack',
+        'poslearn', 'crf', 'sparsemap', 'm-sparsemap', 'projection',
+        'squared'``, or a :class:`Loss` instance (e.g.
+        ``Projection(set='row-stochastic', geometry='kl')``).
+    """
+    if isinstance(loss, Loss):
+        return loss
+    if isinstance(loss, str) and loss in LOSSES:
+        return LOSSES[loss]()
+    raise ValueError(
+        f"unknown loss {loss!r}; use one of {', '.join(repr(k) for k in LOSSES)} "
+        f"or a structlearn.losses.Loss instance.")
+
+
+__all__ = ["Loss", "Perceptron", "Hinge", "PosLearn", "CRF", "SparseMAP",
+           "Projection", "Squared", "get_loss", "LOSSES", "IntractableError"]

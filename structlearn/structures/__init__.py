@@ -1,0 +1,9 @@
+"""Output structures: one class per output space, oracles over part scores."""
+
+from .base import IntractableError, Structure
+from .cube import Knapsack, UnitCube
+from .order import OrderSimplex
+from .ranking import Birkhoff, Permutahedron
+
+__all__ = ["Structure", "IntractableError", "UnitCube", "Knapsack",
+           "OrderSimplex", "Permutahedron", "Birkhoff"]

@@ -1,0 +1,212 @@
+"""The structure interface: oracles over one output space.
+
+A structure holds no training state.  Its methods take a batch of part
+scores ``theta`` of shape ``(n_samples, n_parts)`` and labels in the
+structure's own encoding (documented per class) and return batched results.
+
+Every structure defines a *task cost* ``L(y', y)`` that is affine in the
+encoding of ``y'``: ``L(y', y) = <phi(y'), cost_vector(phi(y))> + c(y)`` with
+``L(y, y) = 0``.  That one fact gives cost-augmented MAP
+(``argmax(theta + cost_vector(phi(y)))``), margin-SparseMAP, and calibrated
+decoding (``argmax(-cost_vector(mu))``, Blondel 2019, Sec. 5) for every
+structure at once.
+"""
+
+import numpy as np
+
+from ..kernels.sparsemap import (
+    VARIANTS,
+    sparsemap_active_set,
+    sparsemap_active_set_batch,
+    sparsemap_conditional_gradient,
+)
+
+#: Loss names that need only a MAP oracle (usable on every structure).
+MAP_LOSSES = ("perceptron", "hinge", "hinge-approx-slack", "poslearn",
+              "sparsemap", "m-sparsemap", "projection", "squared")
+
+
+class IntractableError(ValueError):
+    """Raised when a structure cannot provide an oracle a loss needs."""
+
+
+class Structure:
+    """Base class of output structures.
+
+    Subclasses set ``n_parts`` and implement the oracles; the generic
+    SparseMAP solver only needs ``_oracle`` and ``_oracle_params``.
+    """
+
+    #: name used in error messages
+    name = "structure"
+    #: sets accepted by :meth:`project`, mapping to the geometries supported
+    projection_sets = {}
+    #: whether exact slack-scaling inference exists
+    has_exact_slack = False
+
+    # ------------------------------------------------------------ encoding
+    @property
+    def n_unary(self):
+        """Parts penalised by SparseMAP's quadratic term (all of them here)."""
+        return self.n_parts
+
+    def encode(self, y):
+        """Vertex vectors ``phi(y)`` of shape (n, n_parts)."""
+        raise NotImplementedError
+
+    def decode(self, phi):
+        """Labels of vertex vectors (inverse of :meth:`encode`)."""
+        raise NotImplementedError
+
+    def argmax(self, theta):
+        """MAP labels for each row of ``theta``."""
+        raise NotImplementedError
+
+    def scores(self, theta, y):
+        """``<theta_i, phi(y_i)>`` for each row."""
+        return np.einsum("ij,ij->i", theta, self.encode(y))
+
+    # ---------------------------------------------------------------- cost
+    def cost_vector(self, phi):
+        """Affine map ``phi(y) -> V phi(y) + b`` defining the task cost.
+
+        Accepts any point of the marginal polytope, which is how calibrated
+        decoding uses it.
+        """
+        raise NotImplementedError
+
+    def cost(self, y_pred, y_true):
+        """Task cost ``L(y_pred, y_true)`` per row (0 when equal)."""
+        phi_t = self.encode(y_true)
+        c = self.cost_vector(phi_t)
+        return (np.einsum("ij,ij->i", self.encode(y_pred), c)
+                - np.einsum("ij,ij->i", phi_t, c))
+
+    #: largest possible cost and smallest gap between distinct costs; they
+    #: bound the lambda search of approximate slack scaling.
+    def cost_bounds(self):
+        raise NotImplementedError
+
+    # ---------------------------------------------------- inference oracles
+    def marginals(self, theta):
+        """CRF marginals ``E_p[phi(Y)]`` under ``p(y) ~ exp <theta, phi(y)>``."""
+        raise IntractableError(
+            f"marginal inference on the {self.name} is intractable (#P-hard); "
+            f"the 'crf' loss is not available here. Losses that work: "
+            f"{', '.join(MAP_LOSSES)}.")
+
+    def log_partition(self, theta):
+        """``log sum_y exp <theta, phi(y)>`` per row."""
+        return self.marginals_and_log_partition(theta)[1]
+
+    def marginals_and_log_partition(self, theta):
+        self.marginals(theta)  # raises where intractable
+        raise NotImplementedError
+
+    def second_best(self, theta, y):
+        """Best structure different from ``y`` (the top-2 oracle)."""
+        raise NotImplementedError
+
+    def poslearn_violators(self, theta, y):
+        """Per-position most violating structures (Sarawagi & Gupta, Sec. 4).
+
+        For each position ``c`` of the decomposed cost
+        ``L(y', y) = sum_c L_c(y'_c)``, the structure ``y^c`` with
+        ``y^c_c != y_c`` maximising ``L_c(y^c_c) (1 - s(y) + s(y^c))``.
+
+        Returns
+        -------
+        costs : ndarray (n, n_positions)
+            ``L_c(y^c_c)``.
+        scores : ndarray (n, n_positions)
+            ``s(y^c)``; ``-inf`` where no structure differs at ``c``.
+        phis : ndarray (n, n_positions, n_parts)
+            Encodings of the violators.
+        """
+        raise NotImplementedError
+
+    def slack_violator(self, theta, y):
+        """Exact slack-scaling violator ``argmax_y' L(y', y)(1 - s(y) + s(y'))``.
+
+        Returns the encodings of the maximisers (``phi(y)`` where nothing is
+        violated).
+        """
+        raise IntractableError(
+            f"exact slack-scaling inference has no polynomial algorithm on the "
+            f"{self.name}; use loss='hinge-approx-slack' (Sarawagi & Gupta 2008, "
+            f"Sec. 3) or loss='poslearn'.")
+
+    # ------------------------------------------------------------ projection
+    def check_projection(self, set, geometry):
+        """Resolve ``set`` ('marginal' = the marginal polytope) and validate."""
+        if geometry not in ("euclidean", "kl"):
+            raise ValueError(
+                f"geometry must be 'euclidean' or 'kl', got {geometry!r}.")
+        if set == "marginal":
+            set = self.marginal_set
+        if set not in self.projection_sets:
+            raise ValueError(
+                f"cannot project onto {set!r} for the {self.name}; valid sets: "
+                f"'marginal' (= {self.marginal_set!r}), "
+                f"{', '.join(repr(s) for s in self.projection_sets)}.")
+        if geometry not in self.projection_sets[set]:
+            raise IntractableError(
+                f"no {geometry} projection onto the {set} is implemented "
+                f"(available: {', '.join(self.projection_sets[set])}).")
+        return set
+
+    def project(self, theta, set="marginal", geometry="euclidean"):
+        """Euclidean or KL (Bregman) projection of each row of ``theta``.
+
+        Euclidean: ``argmin_{u in C} ||u - theta||^2``.  KL:
+        ``argmin_{u in C} KL(u, exp(theta - 1))`` (Blondel 2019, Eq. 5).
+        """
+        set = self.check_projection(set, geometry)
+        return self._project(np.ascontiguousarray(theta, dtype=np.float64),
+                             set, geometry)
+
+    # --------------------------------------------------------------- SparseMAP
+    def _oracle(self):
+        raise NotImplementedError
+
+    def _oracle_params(self):
+        return np.zeros(1)
+
+    def sparsemap(self, theta, max_iter=1000, tol=1e-9):
+        """SparseMAP marginals of each row (active-set solver)."""
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        return sparsemap_active_set_batch(theta, self.n_unary, self._oracle(),
+                                          self._oracle_params(), max_iter, tol)
+
+    def sparsemap_support(self, theta, method="active-set", max_iter=1000, tol=1e-9):
+        """SparseMAP of one score vector with its sparse distribution.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n_parts,)
+        method : {'active-set', 'vanilla', 'away-step', 'pairwise'}
+            The active-set method (default) or a conditional-gradient variant.
+
+        Returns
+        -------
+        mu : ndarray (n_parts,)
+        vertices : ndarray (n_active, n_parts)
+        weights : ndarray (n_active,)
+        n_iter : int
+        """
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        if method == "active-set":
+            return sparsemap_active_set(theta, self.n_unary, self._oracle(),
+                                        self._oracle_params(), max_iter, tol)
+        if method not in VARIANTS:
+            raise ValueError(
+                f"method must be 'active-set' or one of {sorted(VARIANTS)}, "
+                f"got {method!r}.")
+        return sparsemap_conditional_gradient(
+            theta, self.n_unary, self._oracle(), self._oracle_params(),
+            VARIANTS[method], max_iter, tol)
+
+    # ---------------------------------------------------------------- decoding
+    def calibrated_decode(self, mu):
+        """Calibrated decoding ``argmax(-cost_vector(mu))`` (Blondel 2019, Sec. 5)."""
+        return self.argmax(-self.cost_vector(mu))

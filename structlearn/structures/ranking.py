@@ -1,0 +1,237 @@
+"""Label ranking: the permutahedron and the Birkhoff polytope.
+
+Labels are rank vectors ``y`` of shape (n, k): ``y[i, j]`` is the rank of
+label ``j`` for sample ``i``, 1 = best (the scikit-lr convention).
+"""
+
+import numpy as np
+from scipy.special import softmax
+
+from ..kernels.assignment import linear_assignment_batch
+from ..kernels.maps import birkhoff_map, permutahedron_map, permutahedron_poslearn_batch
+from ..kernels.projections import (
+    project_birkhoff_batch,
+    project_permutahedron_batch,
+    project_simplex_batch,
+    sinkhorn_batch,
+)
+from .base import Structure
+
+# Score given to a forbidden (label, rank) entry of a linear assignment.
+_FORBIDDEN = -1e100
+
+
+def _ranks_from_order(order):
+    """Rank vectors (1 = best) from rows listing labels best-first."""
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(1, order.shape[1] + 1)[None, :], axis=1)
+    return ranks
+
+
+class Permutahedron(Structure):
+    """Rankings with one score per label: the permutahedron induced by ``w``.
+
+    ``phi(y)_j = w_{y_j}`` with ``w = (k, k-1, ..., 1)`` by default, so MAP
+    is a sort of the scores and the Euclidean projection is a sort plus
+    isotonic regression (Blondel 2019, Sec. 4).  The task cost is
+    ``||phi(y') - phi(y)||^2 / 2`` (half the squared rank distance, i.e.
+    Spearman's footrule squared), ``cost_vector(phi) = -phi``.  Marginal
+    inference is #P-hard and exact slack scaling has no known polynomial
+    algorithm, so 'crf' and 'hinge-slack' raise.
+
+    PosLearn positions are the labels, with ``L_j(r) = (w_r - w_{y_j})^2 / 2``
+    so that the positions' costs add up to the task cost.
+    """
+
+    name = "permutahedron"
+    marginal_set = "permutahedron"
+    projection_sets = {"permutahedron": ("euclidean",)}
+
+    def __init__(self, n_labels, weights=None):
+        if weights is None:
+            weights = np.arange(n_labels, 0, -1, dtype=np.float64)
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (n_labels,):
+            raise ValueError(f"weights must have shape ({n_labels},), got {w.shape}.")
+        if np.any(np.diff(w) >= 0):
+            raise ValueError("permutahedron weights must be strictly decreasing.")
+        self.n_labels = int(n_labels)
+        self.n_parts = self.n_labels
+        self.weights = w
+
+    def encode(self, y):
+        return self.weights[np.asarray(y, dtype=np.int64) - 1]
+
+    def decode(self, phi):
+        # weights are strictly decreasing: rank r+1 <-> weights[r]
+        d = np.abs(np.asarray(phi)[:, :, None] - self.weights[None, None, :])
+        return np.argmin(d, axis=2) + 1
+
+    def argmax(self, theta):
+        return _ranks_from_order(np.argsort(-np.asarray(theta), axis=1, kind="stable"))
+
+    def _oracle(self):
+        return permutahedron_map
+
+    def _oracle_params(self):
+        return self.weights
+
+    def cost_vector(self, phi):
+        return -np.asarray(phi, dtype=np.float64)
+
+    def cost_bounds(self):
+        w = self.weights
+        return 0.5 * float(np.sum((w - w[::-1]) ** 2)), 1.0
+
+    def second_best(self, theta, y):
+        theta = np.asarray(theta, dtype=np.float64)
+        best = self.argmax(theta)
+        same = np.all(best == np.asarray(y), axis=1)
+        if not same.any() or self.n_labels < 2:
+            return best
+        # The second-best vertex is adjacent to the best one: a swap of the
+        # labels at two consecutive ranks.
+        th = theta[same]
+        order = np.argsort(-th, axis=1, kind="stable")
+        srt = np.take_along_axis(th, order, axis=1)
+        dw = self.weights[:-1] - self.weights[1:]
+        loss = (srt[:, :-1] - srt[:, 1:]) * dw  # score lost by each swap
+        r = np.argmin(loss, axis=1)
+        rows = np.arange(len(th))
+        a, b = order[rows, r].copy(), order[rows, r + 1].copy()
+        order[rows, r], order[rows, r + 1] = b, a
+        best[same] = _ranks_from_order(order)
+        return best
+
+    def poslearn_violators(self, theta, y):
+        costs, scores, ranks0 = permutahedron_poslearn_batch(
+            np.ascontiguousarray(theta, dtype=np.float64),
+            np.ascontiguousarray(np.asarray(y, dtype=np.int64) - 1), self.weights)
+        return costs, scores, self.weights[ranks0]
+
+    def _project(self, theta, set, geometry):
+        return project_permutahedron_batch(theta, self.weights)
+
+
+class Birkhoff(Structure):
+    """Rankings with one score per (label, rank): the Birkhoff polytope.
+
+    ``phi(y)`` is the ``k x k`` permutation matrix with ``P[j, y_j - 1] = 1``,
+    flattened row-major; MAP is a linear assignment.  The task cost is the
+    number of labels at a wrong rank, ``k - <P', P>``
+    (``cost_vector(P) = -P``), so calibrated decoding is a linear assignment
+    on the projected marginals.  Projection sets: the Birkhoff polytope
+    (Euclidean by Dykstra's algorithm, KL by Sinkhorn), the row-stochastic
+    superset (row-wise simplex projection / softmax) and the unit cube.
+
+    PosLearn positions are the labels (``L_j = 1`` for any wrong rank): the
+    violator of label ``j`` is the MAP if it misplaces ``j``, otherwise the
+    assignment with entry ``(j, y_j)`` forbidden (Sarawagi & Gupta's
+    ``n``-MAP-calls scheme).
+    """
+
+    name = "Birkhoff polytope"
+    marginal_set = "birkhoff"
+    projection_sets = {"birkhoff": ("euclidean", "kl"),
+                       "row-stochastic": ("euclidean", "kl"),
+                       "cube": ("euclidean", "kl")}
+
+    def __init__(self, n_labels, max_iter=10000, tol=1e-9):
+        self.n_labels = int(n_labels)
+        self.n_parts = self.n_labels ** 2
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def encode(self, y):
+        y = np.asarray(y, dtype=np.int64)
+        n, k = y.shape
+        phi = np.zeros((n, k, k))
+        phi[np.arange(n)[:, None], np.arange(k)[None, :], y - 1] = 1.0
+        return phi.reshape(n, k * k)
+
+    def decode(self, phi):
+        k = self.n_labels
+        return np.argmax(np.asarray(phi).reshape(len(phi), k, k), axis=2) + 1
+
+    def argmax(self, theta):
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        return linear_assignment_batch(theta, self.n_labels) + 1
+
+    def _oracle(self):
+        return birkhoff_map
+
+    def _oracle_params(self):
+        return np.array([self.n_labels], dtype=np.float64)
+
+    def cost_vector(self, phi):
+        return -np.asarray(phi, dtype=np.float64)
+
+    def cost_bounds(self):
+        return float(self.n_labels), 1.0
+
+    def _best_with_forbidden(self, theta, label, rank0):
+        """Best assignment with entry (label, rank0[i]) forbidden, per row."""
+        k = self.n_labels
+        th = theta.reshape(len(theta), k, k).copy()
+        th[np.arange(len(theta)), label, rank0] = _FORBIDDEN
+        y = self.argmax(th.reshape(len(theta), k * k))
+        ok = y[:, label] - 1 != rank0
+        return y, ok
+
+    def second_best(self, theta, y):
+        theta = np.asarray(theta, dtype=np.float64)
+        best = self.argmax(theta)
+        same = np.all(best == np.asarray(y), axis=1)
+        if not same.any() or self.n_labels < 2:
+            return best
+        th = theta[same]
+        cur = best[same]
+        top_score = np.full(len(th), -np.inf)
+        top = cur.copy()
+        for j in range(self.n_labels):
+            cand, ok = self._best_with_forbidden(th, j, cur[:, j] - 1)
+            s = np.where(ok, self.scores(th, cand), -np.inf)
+            better = s > top_score
+            top[better] = cand[better]
+            top_score = np.maximum(top_score, s)
+        best[same] = top
+        return best
+
+    def poslearn_violators(self, theta, y):
+        theta = np.asarray(theta, dtype=np.float64)
+        y = np.asarray(y, dtype=np.int64)
+        n, k = y.shape
+        best = self.argmax(theta)
+        best_score = self.scores(theta, best)
+        costs = np.ones((n, k))
+        scores = np.empty((n, k))
+        phis = np.empty((n, k, k * k))
+        for j in range(k):
+            wrong = best[:, j] != y[:, j]
+            viol = best.copy()
+            sc = best_score.copy()
+            need = ~wrong
+            if need.any():
+                cand, ok = self._best_with_forbidden(theta[need], j, y[need, j] - 1)
+                viol[need] = cand
+                sc[need] = np.where(ok, self.scores(theta[need], cand), -np.inf)
+            scores[:, j] = sc
+            phis[:, j, :] = self.encode(viol)
+        return costs, scores, phis
+
+    def _project(self, theta, set, geometry):
+        k = self.n_labels
+        n = len(theta)
+        if set == "cube":
+            if geometry == "euclidean":
+                return np.clip(theta, 0.0, 1.0)
+            return np.exp(np.minimum(theta - 1.0, 0.0))
+        if set == "row-stochastic":
+            rows = theta.reshape(n * k, k)
+            if geometry == "euclidean":
+                return project_simplex_batch(np.ascontiguousarray(rows)).reshape(n, k * k)
+            # KL onto the simplex of exp(theta - 1) is the softmax
+            return softmax(rows, axis=1).reshape(n, k * k)
+        if geometry == "euclidean":
+            return project_birkhoff_batch(theta, k, self.max_iter, self.tol)
+        return sinkhorn_batch(theta, k, self.max_iter, self.tol)

@@ -1,0 +1,597 @@
+"""Tests for structlearn.datasets.
+
+Tests marked ``shared`` need the reference copy of the benchmark data in
+``<repo>/../shared/data`` (override with the environment variable
+``STRUCTLEARN_SHARED_DATA``) and are skipped when it is absent; everything
+else (bundled loaders, readers on synthetic files, the download path with a
+``file://`` URL or a fake ``urlopen``) runs offline on a fresh clone.
+"""
+
+import gzip
+import hashlib
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.utils import Bunch
+
+import structlearn.datasets as ds
+from structlearn.datasets import (
+    ChecksumError,
+    fetch_chu_ghahramani,
+    fetch_label_ranking,
+    fetch_mulan,
+    get_data_home,
+    list_chu_ghahramani_datasets,
+    list_label_ranking_datasets,
+    list_mulan_datasets,
+    load_ewt_constructions,
+    load_label_ranking,
+    load_wine_quality,
+    read_arff_multilabel,
+    read_chu_ghahramani,
+    read_label_ranking_csv,
+    read_wine_quality,
+)
+from structlearn.datasets import _base, _ewt, _fetchers
+from structlearn.datasets._checksums import CHECKSUMS
+
+SHARED = Path(
+    os.environ.get("STRUCTLEARN_SHARED_DATA")
+    or Path(__file__).resolve().parents[2] / "shared" / "data"
+)
+shared = [
+    pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not available"),
+    pytest.mark.slow,
+]
+
+
+def needs_shared(func):
+    for mark in shared:
+        func = mark(func)
+    return func
+
+
+def assert_rank_rows_are_permutations(Y):
+    k = Y.shape[1]
+    assert np.array_equal(np.sort(Y, axis=1), np.tile(np.arange(1, k + 1), (len(Y), 1)))
+
+
+def bundled_bytes(name):
+    with gzip.open(_base.DATA_DIR / name, "rb") as fh:
+        return fh.read()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data_home(tmp_path, monkeypatch):
+    """Never touch ~/structlearn_data; never hit the network by accident."""
+    monkeypatch.setenv("STRUCTLEARN_DATA", str(tmp_path / "default_home"))
+
+    def no_network(url, *args, **kwargs):
+        raise AssertionError(f"unexpected network access: {url}")
+
+    monkeypatch.setattr(_base, "urlopen", no_network)
+
+
+# ---------------------------------------------------------------------------
+# bundled data (no ../shared needed)
+# ---------------------------------------------------------------------------
+def test_bundled_files_are_inside_the_package():
+    for name in ["winequality-red.csv.gz", "winequality-white.csv.gz",
+                 "label_ranking_iris.csv.gz", "label_ranking_wine.csv.gz",
+                 "label_ranking_stock.csv.gz", "ewt_constructions_train.tsv.gz",
+                 "ewt_constructions_test.tsv.gz", "README.md"]:
+        path = _base.bundled_path(name)
+        assert path.parent == Path(ds.__file__).resolve().parent / "data"
+        assert path.stat().st_size < 100_000
+
+
+def test_load_wine_quality_red():
+    X, y = load_wine_quality()
+    assert X.shape == (1599, 11) and X.dtype == np.float64
+    assert y.shape == (1599,) and y.dtype == np.int64
+    np.testing.assert_allclose(X[0], [7.4, 0.7, 0, 1.9, 0.076, 11, 34, 0.9978, 3.51, 0.56, 9.4])
+    assert y[0] == 5
+    values, counts = np.unique(y, return_counts=True)
+    assert dict(zip(values.tolist(), counts.tolist())) == {
+        3: 10, 4: 53, 5: 681, 6: 638, 7: 199, 8: 18}
+
+
+def test_load_wine_quality_white_and_bunch():
+    b = load_wine_quality("white", return_X_y=False)
+    assert isinstance(b, Bunch)
+    assert b.data.shape == (4898, 11) and b.target.shape == (4898,)
+    assert b.feature_names[0] == "fixed acidity" and b.feature_names[-1] == "alcohol"
+    assert len(b.feature_names) == 11
+    values, counts = np.unique(b.target, return_counts=True)
+    assert dict(zip(values.tolist(), counts.tolist())) == {
+        3: 20, 4: 163, 5: 1457, 6: 2198, 7: 880, 8: 175, 9: 5}
+    assert "Cortez" in b.DESCR
+    with pytest.raises(ValueError, match="color"):
+        load_wine_quality("rose")
+
+
+@pytest.mark.parametrize("name, shape_X, n_labels, n_distinct",
+                         [("iris", (150, 4), 3, 5), ("wine", (178, 13), 3, 5),
+                          ("stock", (950, 5), 5, 51)])
+def test_load_label_ranking(name, shape_X, n_labels, n_distinct):
+    X, Y = load_label_ranking(name)
+    assert X.shape == shape_X and X.dtype == np.float64
+    assert Y.shape == (shape_X[0], n_labels) and Y.dtype == np.int64
+    assert_rank_rows_are_permutations(Y)
+    assert len({tuple(r) for r in Y}) == n_distinct
+
+
+def test_load_label_ranking_known_values():
+    X, Y = load_label_ranking("iris")
+    np.testing.assert_array_equal(X[0], [-0.55556, 0.25, -0.86441, -0.91667])
+    np.testing.assert_array_equal(Y[0], [1, 2, 3])
+    b = load_label_ranking("wine", return_X_y=False)
+    assert b.target_names == ["L1", "L2", "L3"] and "Cheng" in b.DESCR
+    with pytest.raises(ValueError, match="fetch_label_ranking"):
+        load_label_ranking("fried")
+
+
+def test_bundled_label_ranking_files_are_the_original_bytes():
+    for name in ("iris", "wine", "stock"):
+        data = bundled_bytes(f"label_ranking_{name}.csv.gz")
+        assert hashlib.sha256(data).hexdigest() == CHECKSUMS["label_ranking"][f"{name}.csv"]
+
+
+def test_load_ewt_constructions():
+    texts, Y, names = load_ewt_constructions()
+    assert names == ["passive", "relative_clause", "clausal_complement",
+                     "coordination", "compound", "negation",
+                     "numeric_modifier", "possessive"]
+    assert len(texts) == 1500 and all(isinstance(t, str) for t in texts)
+    assert Y.shape == (1500, 8) and Y.dtype == np.int64
+    assert set(np.unique(Y).tolist()) == {0, 1}
+    assert texts[0].startswith("Al-Zaman : American forces killed Shaikh Abdullah")
+    # "... announced that they had busted up 3 terrorist cells ...": ccomp, nummod
+    assert texts[2].startswith("DPA: Iraqi authorities announced that")
+    np.testing.assert_array_equal(Y[2], [0, 0, 1, 0, 0, 0, 1, 0])
+    # "Two of them were being run by 2 officials ...": passive, nummod
+    np.testing.assert_array_equal(Y[3], [1, 0, 0, 0, 0, 0, 1, 0])
+    freq = Y.mean(axis=0)
+    assert np.all(freq > 0.05) and np.all(freq < 0.6)
+    np.testing.assert_allclose(
+        freq, [0.185, 0.2, 0.385, 0.472, 0.47, 0.151, 0.126, 0.301], atol=5e-4)
+    texts_te, Y_te, names_te = load_ewt_constructions("test")
+    assert len(texts_te) == 500 and Y_te.shape == (500, 8) and names_te == names
+    assert min(len(t.split()) for t in texts + texts_te) >= 2  # >= 4 UD words
+    with pytest.raises(ValueError, match="subset"):
+        load_ewt_constructions("dev")
+
+
+def test_ewt_construction_rules():
+    # (form, lemma, upos, deprel)
+    words = [("It", "it", "PRON", "nsubj:pass"), ("was", "be", "AUX", "aux:pass"),
+             ("not", "not", "PART", "advmod"), ("sold", "sell", "VERB", "root"),
+             ("to", "to", "ADP", "case"), ("my", "my", "PRON", "nmod:poss"),
+             ("two", "two", "NUM", "nummod"), ("friends", "friend", "NOUN", "obl")]
+    labels = dict(zip(_ewt.LABEL_NAMES, _ewt.construction_labels(words)))
+    assert labels == {"passive": 1, "relative_clause": 0, "clausal_complement": 0,
+                      "coordination": 0, "compound": 0, "negation": 1,
+                      "numeric_modifier": 1, "possessive": 1}
+    # "not" as something other than advmod, and compound:prt, do not count
+    words = [("give", "give", "VERB", "root"), ("up", "up", "ADP", "compound:prt"),
+             ("not", "not", "PART", "cc")]
+    assert _ewt.construction_labels(words).sum() == 0
+
+
+def test_ewt_pipeline_demo_runs():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multioutput import MultiOutputClassifier
+    from sklearn.pipeline import make_pipeline
+
+    from structlearn.metrics import hamming_loss
+
+    texts, Y, _ = load_ewt_constructions("train")
+    texts_te, Y_te, _ = load_ewt_constructions("test")
+    model = make_pipeline(
+        TfidfVectorizer(), MultiOutputClassifier(LogisticRegression(max_iter=200)))
+    model.fit(texts, Y)
+    loss = hamming_loss(Y_te, model.predict(texts_te))
+    assert loss < Y_te.mean()  # better than predicting "no construction"
+
+
+def test_bundled_loaders_ignore_data_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("STRUCTLEARN_DATA", str(tmp_path / "does_not_exist"))
+    assert load_label_ranking("iris")[0].shape == (150, 4)
+    assert load_wine_quality()[0].shape == (1599, 11)
+    assert not (tmp_path / "does_not_exist").exists()
+
+
+# ---------------------------------------------------------------------------
+# readers on synthetic files
+# ---------------------------------------------------------------------------
+def test_read_label_ranking_csv_validates_header(tmp_path):
+    p = tmp_path / "lr.csv"
+    p.write_text("2,2,3\n0.1,0.2,1,2,3\n0.3,0.4,3,1,2\n")
+    X, Y = read_label_ranking_csv(p)
+    np.testing.assert_array_equal(X, [[0.1, 0.2], [0.3, 0.4]])
+    np.testing.assert_array_equal(Y, [[1, 2, 3], [3, 1, 2]])
+    assert Y.dtype == np.int64
+
+    gz = tmp_path / "lr.csv.gz"
+    gz.write_bytes(gzip.compress(p.read_bytes()))
+    np.testing.assert_array_equal(read_label_ranking_csv(str(gz))[1], Y)
+
+    cases = {
+        "3,2,3\n0.1,0.2,1,2,3\n0.3,0.4,3,1,2\n": "announces 3 samples but the file has 2",
+        "2,1,3\n0.1,0.2,1,2,3\n0.3,0.4,3,1,2\n": "5 columns|6 columns|4 columns",
+        "2,2\n0.1,0.2,1,2,3\n": "line 1 must be",
+        "1,2,3\n0.1,0.2,1,2,4\n": "expected integers in 1..3",
+        "2,2,3\n0.1,0.2,1,2,3\n0.3,0.4,3,1\n": "malformed",
+    }
+    for text, match in cases.items():
+        p.write_text(text)
+        with pytest.raises(ValueError, match=match):
+            read_label_ranking_csv(p)
+
+
+ARFF = """% a comment
+@relation 'toy data'
+@attribute 'feat one' numeric
+@attribute colour {red,green}
+@attribute lab2 {0,1}
+@attribute f3 REAL
+@attribute lab1 {0,1}
+@data
+1.5,red,1,2,0
+?,green,0,-1e-2,1
+{0 3, 1 green, 4 1}
+{}
+"""
+XML = """<?xml version="1.0" encoding="utf-8"?>
+<labels xmlns="http://mulan.sourceforge.net/labels">
+<label name="lab1"></label>
+<label name="lab2"></label>
+</labels>"""
+
+
+def test_read_arff_multilabel_dense_sparse_and_label_order(tmp_path):
+    (tmp_path / "d.arff").write_text(ARFF)
+    (tmp_path / "d.xml").write_text(XML)
+    X, Y, fnames, lnames = read_arff_multilabel(tmp_path / "d.arff", tmp_path / "d.xml")
+    assert fnames == ["feat one", "colour", "f3"]
+    assert lnames == ["lab1", "lab2"]  # XML order, not ARFF order
+    expected_X = np.array([[1.5, 0, 2], [np.nan, 1, -0.01], [3, 1, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(X, expected_X)
+    np.testing.assert_array_equal(Y, [[0, 1], [1, 0], [1, 0], [0, 0]])
+    assert X.dtype == np.float64 and Y.dtype == np.int64
+
+
+def test_read_arff_multilabel_errors(tmp_path):
+    (tmp_path / "d.arff").write_text(ARFF)
+    (tmp_path / "bad.xml").write_text(XML.replace("lab2", "nope"))
+    with pytest.raises(ValueError, match="nope"):
+        read_arff_multilabel(tmp_path / "d.arff", tmp_path / "bad.xml")
+    (tmp_path / "d.xml").write_text(XML)
+    (tmp_path / "short.arff").write_text(ARFF.replace("1.5,red,1,2,0", "1.5,red,1,2"))
+    with pytest.raises(ValueError, match="4 values"):
+        read_arff_multilabel(tmp_path / "short.arff", tmp_path / "d.xml")
+    (tmp_path / "miss.arff").write_text(ARFF.replace("1.5,red,1,2,0", "1.5,red,?,2,0"))
+    with pytest.raises(ValueError, match="missing"):
+        read_arff_multilabel(tmp_path / "miss.arff", tmp_path / "d.xml")
+
+
+def test_read_chu_ghahramani_synthetic(tmp_path):
+    bins = tmp_path / "toy" / "5bins"
+    bins.mkdir(parents=True)
+    (bins / "toy.data.ord_train_5.3").write_text("0.1 0.2 1\n0.3 0.4 5\n")
+    (bins / "toy.data.ord_test_5.3").write_text("0.5 0.6 2\n")
+    Xtr, ytr, Xte, yte = read_chu_ghahramani(tmp_path / "toy", 5, 3)
+    np.testing.assert_array_equal(Xtr, [[0.1, 0.2], [0.3, 0.4]])
+    np.testing.assert_array_equal(ytr, [1, 5])
+    assert ytr.dtype == np.int64 and Xte.shape == (1, 2) and yte.tolist() == [2]
+    with pytest.raises(FileNotFoundError, match="_train_5.4"):
+        read_chu_ghahramani(tmp_path / "toy", 5, 4)
+    (bins / "toy.data.ord_test_5.3").write_text("0.5 0.6 7\n")
+    with pytest.raises(ValueError, match="1..5"):
+        read_chu_ghahramani(tmp_path / "toy", 5, 3)
+    with pytest.raises(ValueError, match="partition"):
+        read_chu_ghahramani(tmp_path / "toy", 5, 0)
+
+
+def test_read_wine_quality_from_bundled_copy(tmp_path):
+    p = tmp_path / "winequality-red.csv"
+    p.write_bytes(bundled_bytes("winequality-red.csv.gz"))
+    X, y = read_wine_quality(p)
+    assert X.shape == (1599, 11) and y.dtype == np.int64
+    p.write_text('"a";"b"\n1;2\n')
+    with pytest.raises(ValueError, match="quality"):
+        read_wine_quality(p)
+
+
+# ---------------------------------------------------------------------------
+# fetchers: cache, checksum, download (no network)
+# ---------------------------------------------------------------------------
+def test_get_data_home(tmp_path, monkeypatch):
+    assert get_data_home(tmp_path) == tmp_path.resolve()
+    monkeypatch.setenv("STRUCTLEARN_DATA", str(tmp_path / "env"))
+    assert get_data_home() == (tmp_path / "env").resolve()
+    monkeypatch.delenv("STRUCTLEARN_DATA")
+    assert get_data_home() == (Path.home() / "structlearn_data").resolve()
+
+
+def test_lists():
+    names = list_label_ranking_datasets()
+    assert len(names) == 16 and "iris" in names and "fried" in names
+    assert list_mulan_datasets() == ["emotions", "scene", "yeast"]
+    assert list_chu_ghahramani_datasets() == [
+        "diabetes", "pyrimidines", "triazines", "wisconsin", "machinecpu",
+        "autompg", "bostonhousing", "stocksdomain", "abalone"]
+    assert len(CHECKSUMS["ordinal_chu_ghahramani"]) == 9 * 2 * 2 * 20
+
+
+def test_missing_file_without_download_raises(tmp_path):
+    with pytest.raises(OSError, match=r"label_ranking/iris\.csv.*data_home=.*empty"):
+        fetch_label_ranking("iris", data_home=tmp_path / "empty", download_if_missing=False)
+    with pytest.raises(FileNotFoundError, match="emotions.xml"):
+        fetch_mulan("emotions", data_home=tmp_path, download_if_missing=False)
+    with pytest.raises(FileNotFoundError, match="diabetes.data.ord_train_10.2"):
+        fetch_chu_ghahramani("Diabetes", 10, 2, data_home=tmp_path, download_if_missing=False)
+
+
+def test_bad_fetch_arguments(tmp_path):
+    with pytest.raises(ValueError, match="Unknown"):
+        fetch_label_ranking("nope", data_home=tmp_path)
+    with pytest.raises(ValueError, match="subset"):
+        fetch_mulan("scene", subset="dev", data_home=tmp_path)
+    with pytest.raises(ValueError, match="n_bins"):
+        fetch_chu_ghahramani("abalone", n_bins=7, data_home=tmp_path)
+    with pytest.raises(ValueError, match="partition"):
+        fetch_chu_ghahramani("abalone", partition=21, data_home=tmp_path)
+    with pytest.raises(ValueError, match="Unknown"):
+        fetch_chu_ghahramani("census", data_home=tmp_path)
+
+
+def test_corrupted_cache_file_is_detected(tmp_path):
+    cached = tmp_path / "label_ranking" / "iris.csv"
+    cached.parent.mkdir()
+    good = bundled_bytes("label_ranking_iris.csv.gz")
+    cached.write_bytes(good[:-10])  # truncated
+    with pytest.raises(ChecksumError, match="SHA-256 mismatch.*iris.csv"):
+        fetch_label_ranking("iris", data_home=tmp_path, download_if_missing=False)
+    with pytest.raises(OSError):  # ChecksumError is an OSError
+        fetch_label_ranking("iris", data_home=tmp_path)
+    cached.write_bytes(good)
+    X, Y = fetch_label_ranking("iris", data_home=tmp_path, download_if_missing=False)
+    assert X.shape == (150, 4)
+
+
+def test_download_from_file_url(tmp_path, monkeypatch):
+    from urllib.request import urlopen
+
+    monkeypatch.setattr(_base, "urlopen", urlopen)  # undo the no-network guard
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    (remote / "iris.csv").write_bytes(bundled_bytes("label_ranking_iris.csv.gz"))
+    monkeypatch.setitem(_fetchers.BASE_URLS, "label_ranking", remote.as_uri() + "/")
+    home = tmp_path / "cache"
+    X, Y = fetch_label_ranking("iris", data_home=home)
+    assert (home / "label_ranking" / "iris.csv").is_file()
+    assert sorted(p.name for p in (home / "label_ranking").iterdir()) == ["iris.csv"]
+    assert X.shape == (150, 4) and Y.shape == (150, 3)
+    # now cached: works without downloading
+    (remote / "iris.csv").unlink()
+    X2, _ = fetch_label_ranking("iris", data_home=home, download_if_missing=False)
+    np.testing.assert_array_equal(X, X2)
+
+
+def test_corrupted_download_is_rejected_atomically(tmp_path, monkeypatch):
+    from urllib.request import urlopen
+
+    monkeypatch.setattr(_base, "urlopen", urlopen)
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    (remote / "wine.csv").write_bytes(b"3,1,2\n1,1,2\n")
+    monkeypatch.setitem(_fetchers.BASE_URLS, "label_ranking", remote.as_uri() + "/")
+    home = tmp_path / "cache"
+    with pytest.raises(ChecksumError, match="downloaded"):
+        fetch_label_ranking("wine", data_home=home)
+    assert list((home / "label_ranking").iterdir()) == []  # no partial file
+
+
+def test_download_uses_pinned_raw_url(tmp_path, monkeypatch):
+    requested = []
+    payload = bundled_bytes("label_ranking_stock.csv.gz")
+
+    def fake_urlopen(url, timeout=None):
+        requested.append(url)
+        return io.BytesIO(payload)
+
+    monkeypatch.setattr(_base, "urlopen", fake_urlopen)
+    X, Y = fetch_label_ranking("stock", data_home=tmp_path)
+    assert requested == [
+        "https://raw.githubusercontent.com/alfaro96/scikit-lr/"
+        "1525ae99c97db9f62928143e1cd973fe74ee85a2/sklr/datasets/data/"
+        "label_ranking/stock.csv"]
+    assert X.shape == (950, 5)
+    assert_rank_rows_are_permutations(Y)
+
+
+def test_download_interrupted_leaves_no_file(tmp_path, monkeypatch):
+    class Broken(io.BytesIO):
+        def read(self, *args):
+            raise ConnectionResetError("connection lost")
+
+    monkeypatch.setattr(_base, "urlopen", lambda url, timeout=None: Broken())
+    with pytest.raises(ConnectionResetError):
+        fetch_label_ranking("glass", data_home=tmp_path)
+    assert list((tmp_path / "label_ranking").iterdir()) == []
+
+
+# ---------------------------------------------------------------------------
+# against the reference copy in ../shared/data (skipped when absent)
+# ---------------------------------------------------------------------------
+LABEL_RANKING_SHAPES = {
+    "authorship": (841, 70, 4, 17), "bodyfat": (252, 7, 7, 236),
+    "calhousing": (20640, 4, 4, 24), "cpu": (8192, 6, 5, 119),
+    "elevators": (16599, 9, 9, 131), "fried": (40768, 9, 5, 120),
+    "glass": (214, 9, 6, 30), "housing": (506, 6, 6, 112),
+    "iris": (150, 4, 3, 5), "pendigits": (10992, 16, 10, 2081),
+    "segment": (2310, 18, 7, 135), "stock": (950, 5, 5, 51),
+    "vehicle": (846, 18, 4, 18), "vowel": (528, 10, 11, 294),
+    "wine": (178, 13, 3, 5), "wisconsin": (194, 16, 16, 194),
+}
+
+
+@needs_shared
+@pytest.mark.parametrize("name", sorted(LABEL_RANKING_SHAPES))
+def test_fetch_label_ranking_offline(name):
+    n, d, k, distinct = LABEL_RANKING_SHAPES[name]
+    X, Y = fetch_label_ranking(name, data_home=SHARED, download_if_missing=False)
+    assert X.shape == (n, d) and X.dtype == np.float64
+    assert Y.shape == (n, k) and Y.dtype == np.int64
+    assert_rank_rows_are_permutations(Y)
+    assert len({tuple(r) for r in Y}) == distinct
+    X2, Y2 = read_label_ranking_csv(SHARED / "label_ranking" / f"{name}.csv")
+    np.testing.assert_array_equal(X, X2)
+    np.testing.assert_array_equal(Y, Y2)
+
+
+@needs_shared
+def test_bundled_label_ranking_equals_shared():
+    for name in ("iris", "wine", "stock"):
+        X, Y = load_label_ranking(name)
+        X2, Y2 = read_label_ranking_csv(SHARED / "label_ranking" / f"{name}.csv")
+        np.testing.assert_array_equal(X, X2)
+        np.testing.assert_array_equal(Y, Y2)
+
+
+MULAN = {  # name: (n_train, n_test, n_features, n_labels, card_train, card_test)
+    "emotions": (391, 202, 72, 6, 1.813, 1.975),
+    "scene": (1211, 1196, 294, 6, 1.062, 1.086),
+    "yeast": (1500, 917, 103, 14, 4.228, 4.252),
+}
+
+
+@needs_shared
+@pytest.mark.parametrize("name", sorted(MULAN))
+def test_fetch_mulan_offline(name):
+    n_tr, n_te, d, L, card_tr, card_te = MULAN[name]
+    X, Y = fetch_mulan(name, "train", data_home=SHARED, download_if_missing=False)
+    assert X.shape == (n_tr, d) and X.dtype == np.float64
+    assert Y.shape == (n_tr, L) and Y.dtype == np.int64
+    assert Y.sum(axis=1).mean() == pytest.approx(card_tr, abs=5e-4)
+    b = fetch_mulan(name, "test", data_home=SHARED, download_if_missing=False,
+                    return_X_y=False)
+    assert b.data.shape == (n_te, d) and b.target.shape == (n_te, L)
+    assert b.target.sum(axis=1).mean() == pytest.approx(card_te, abs=5e-4)
+    assert len(b.feature_names) == d and len(b.target_names) == L
+    Xa, Ya = fetch_mulan(name, "all", data_home=SHARED, download_if_missing=False)
+    np.testing.assert_array_equal(Xa, np.vstack([X, b.data]))
+
+
+@needs_shared
+def test_read_arff_yeast_matches_labels_by_name():
+    folder = SHARED / "multilabel_yeast"
+    X, Y, fnames, lnames = read_arff_multilabel(folder / "yeast-train.arff", folder / "yeast.xml")
+    assert lnames[:6] == ["Class1", "Class2", "Class3", "Class6", "Class4", "Class10"]
+    assert fnames[0] == "Att1" and fnames[-1] == "Att103"
+    # first training row's raw ARFF line: labels are the last 14 values in
+    # ARFF order Class1..Class14
+    with open(folder / "yeast-train.arff") as fh:
+        for line in fh:
+            if line.strip().lower() == "@data":
+                break
+        first = next(fh).strip().split(",")
+    arff_labels = dict(zip([f"Class{i}" for i in range(1, 15)], map(int, first[-14:])))
+    assert Y[0].tolist() == [arff_labels[n] for n in lnames]
+    assert X[0, 0] == pytest.approx(float(first[0]))
+    # scene's first row, emotions' label names
+    X, Y, _, lnames = read_arff_multilabel(SHARED / "multilabel_emotions" / "emotions-test.arff",
+                                           SHARED / "multilabel_emotions" / "emotions.xml")
+    assert lnames[0] == "amazed-suprised" and lnames[-1] == "angry-aggresive"
+    assert X[0, 0] == pytest.approx(0.036299)
+
+
+CHU = {  # name: (n_train, n_test, n_features)
+    "diabetes": (30, 13, 2), "pyrimidines": (50, 24, 27), "triazines": (100, 86, 60),
+    "wisconsin": (130, 64, 32), "machinecpu": (150, 59, 6), "autompg": (200, 192, 7),
+    "bostonhousing": (300, 206, 13), "stocksdomain": (600, 350, 9),
+    "abalone": (1000, 3177, 10),
+}
+
+
+@needs_shared
+@pytest.mark.parametrize("name", sorted(CHU))
+@pytest.mark.parametrize("n_bins", [5, 10])
+def test_fetch_chu_ghahramani_offline(name, n_bins):
+    n_tr, n_te, d = CHU[name]
+    for partition in (1, 20):
+        Xtr, ytr, Xte, yte = fetch_chu_ghahramani(
+            name, n_bins, partition, data_home=SHARED, download_if_missing=False)
+        assert Xtr.shape == (n_tr, d) and Xte.shape == (n_te, d)
+        assert Xtr.dtype == np.float64 and ytr.dtype == np.int64
+        assert ytr.shape == (n_tr,) and yte.shape == (n_te,)
+        assert ytr.min() >= 1 and max(ytr.max(), yte.max()) <= n_bins
+        assert set(np.concatenate([ytr, yte]).tolist()) == set(range(1, n_bins + 1))
+
+
+@needs_shared
+def test_read_chu_ghahramani_every_folder_and_partition():
+    root = SHARED / "ordinal_chu_ghahramani"
+    folders = sorted(p for p in root.iterdir() if p.is_dir())
+    assert len(folders) == 9
+    for folder in folders:
+        for n_bins in (5, 10):
+            sizes = {tuple(a.shape[0] for a in read_chu_ghahramani(folder, n_bins, i))
+                     for i in range(1, 21)}
+            assert len(sizes) == 1  # all 20 partitions have the same split sizes
+    Xtr, ytr, _, _ = read_chu_ghahramani(root / "Diabetes", 10, 1)
+    np.testing.assert_allclose(Xtr[0], [0.9, -11.6])
+    assert ytr[0] == 1
+    Xtr, ytr, _, _ = read_chu_ghahramani(root / "abalone", 5, 1)
+    np.testing.assert_allclose(Xtr[0, :4], [0, 0, 1, 0.245])
+
+
+@needs_shared
+def test_read_wine_quality_shared_equals_bundled():
+    for color in ("red", "white"):
+        X, y = read_wine_quality(SHARED / "ordinal_wine_quality" / f"winequality-{color}.csv")
+        X2, y2 = load_wine_quality(color)
+        np.testing.assert_array_equal(X, X2)
+        np.testing.assert_array_equal(y, y2)
+
+
+@needs_shared
+def test_chu_download_path_layout(tmp_path, monkeypatch):
+    """Downloading from a file:// mirror of the source tree fills the cache."""
+    from urllib.request import urlopen
+
+    monkeypatch.setattr(_base, "urlopen", urlopen)
+    monkeypatch.setitem(_fetchers.BASE_URLS, "ordinal_chu_ghahramani",
+                        (SHARED / "ordinal_chu_ghahramani").as_uri() + "/")
+    monkeypatch.setitem(_fetchers.BASE_URLS, "multilabel_emotions",
+                        (SHARED / "multilabel_emotions").as_uri() + "/")
+    for name in list_chu_ghahramani_datasets():
+        got = fetch_chu_ghahramani(name, 10, 3, data_home=tmp_path)
+        ref = fetch_chu_ghahramani(name, 10, 3, data_home=SHARED, download_if_missing=False)
+        for a, b in zip(got, ref):
+            np.testing.assert_array_equal(a, b)
+    assert (tmp_path / "ordinal_chu_ghahramani" / "Diabetes" / "10bins"
+            / "diabetes.data.ord_train_10.3").is_file()
+    X, Y = fetch_mulan("emotions", "test", data_home=tmp_path)
+    assert sorted(p.name for p in (tmp_path / "multilabel_emotions").iterdir()) == [
+        "emotions-test.arff", "emotions.xml"]
+
+
+@needs_shared
+def test_bundled_ewt_constructions_are_reproducible(tmp_path):
+    for subset, n in _ewt._N_SENTENCES.items():
+        conllu = SHARED / "ud_english_ewt" / f"en_ewt-ud-{subset}.conllu"
+        ids, texts, Y = _ewt.build_ewt_constructions(conllu, n)
+        ids_b, texts_b, Y_b, names = _ewt.read_constructions_tsv(
+            _base.DATA_DIR / f"ewt_constructions_{subset}.tsv.gz")
+        assert ids == ids_b and texts == texts_b and names == list(_ewt.LABEL_NAMES)
+        np.testing.assert_array_equal(Y, Y_b)
+        out = tmp_path / f"{subset}.tsv.gz"
+        _ewt.write_constructions_tsv(out, ids, texts, Y)
+        bundled = _base.DATA_DIR / f"ewt_constructions_{subset}.tsv.gz"
+        assert out.read_bytes() == bundled.read_bytes()

@@ -1,0 +1,225 @@
+"""Losses: gradients by finite differences, Fenchel-Young properties, identities."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from structlearn.losses import (
+    CRF,
+    LOSSES,
+    Hinge,
+    Perceptron,
+    PosLearn,
+    Projection,
+    SparseMAP,
+    Squared,
+    get_loss,
+)
+from structlearn.structures import (
+    Birkhoff,
+    IntractableError,
+    Knapsack,
+    OrderSimplex,
+    Permutahedron,
+    UnitCube,
+)
+
+STRUCTURES = {
+    "cube": lambda: UnitCube(4),
+    "knapsack": lambda: Knapsack(5, 1, 3),
+    "order": lambda: OrderSimplex(5),
+    "permutahedron": lambda: Permutahedron(4),
+    "birkhoff": lambda: Birkhoff(3),
+}
+
+
+def random_labels(st, n, rng):
+    if isinstance(st, OrderSimplex):
+        return rng.randint(0, st.n_classes, size=n)
+    if isinstance(st, (Permutahedron, Birkhoff)):
+        return np.array([rng.permutation(st.n_labels) + 1 for _ in range(n)])
+    y = np.zeros((n, st.n_labels), dtype=np.int64)
+    for i in range(n):
+        cnt = rng.randint(st.lower, st.upper + 1)
+        y[i, rng.choice(st.n_labels, cnt, replace=False)] = 1
+    return y
+
+
+def smooth_losses(st):
+    out = [CRF(), SparseMAP(), SparseMAP(margin=True), Projection(), Squared()]
+    for set_, geoms in st.projection_sets.items():
+        for g in geoms:
+            out.append(Projection(set=set_, geometry=g))
+    return out
+
+
+def _applicable(loss, st):
+    try:
+        loss.check(st)
+    except IntractableError:
+        return False
+    return True
+
+
+def _fd_check(loss, st, theta, y, h=1e-6, rtol=1e-4, atol=1e-5):
+    _, grad = loss.value_and_grad(theta, y, st)
+    rng = np.random.RandomState(1)
+    for _ in range(3):
+        d = rng.randn(*theta.shape)
+        fp, _ = loss.value_and_grad(theta + h * d, y, st)
+        fm, _ = loss.value_and_grad(theta - h * d, y, st)
+        fd = (fp - fm) / (2 * h)
+        an = np.einsum("ij,ij->i", grad, d)
+        np.testing.assert_allclose(an, fd, rtol=rtol, atol=atol,
+                                   err_msg=f"{loss} on {st.name}")
+
+
+@pytest.mark.parametrize("sname", list(STRUCTURES))
+def test_smooth_loss_gradients_match_finite_differences(sname):
+    st = STRUCTURES[sname]()
+    rng = np.random.RandomState(0)
+    theta = rng.randn(6, st.n_parts)
+    y = random_labels(st, 6, rng)
+    checked = 0
+    for loss in smooth_losses(st):
+        if not _applicable(loss, st):
+            continue
+        _fd_check(loss, st, theta, y)
+        checked += 1
+    assert checked >= 3
+
+
+@pytest.mark.parametrize("sname", list(STRUCTURES))
+def test_nonsmooth_subgradients_match_directional_derivatives(sname):
+    # Piecewise-linear losses are differentiable almost everywhere: at a
+    # random point the subgradient is the gradient.
+    st = STRUCTURES[sname]()
+    rng = np.random.RandomState(2)
+    theta = 3 * rng.randn(5, st.n_parts)
+    y = random_labels(st, 5, rng)
+    for loss in [Perceptron(), Hinge("margin"), Hinge("slack"), PosLearn()]:
+        if not _applicable(loss, st):
+            continue
+        _fd_check(loss, st, theta, y, h=1e-7, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("sname", list(STRUCTURES))
+def test_losses_nonnegative_and_zero_when_confidently_right(sname):
+    st = STRUCTURES[sname]()
+    rng = np.random.RandomState(3)
+    y = random_labels(st, 5, rng)
+    phi = st.encode(y)
+    confident = -10.0 * st.cost_vector(phi)  # points towards phi(y)
+    theta_rand = rng.randn(5, st.n_parts)
+    for name in LOSSES:
+        loss = get_loss(name)
+        if not _applicable(loss, st):
+            continue
+        val_rand, _ = loss.value_and_grad(theta_rand, y, st)
+        assert np.all(val_rand >= -1e-9), name
+        val, grad = loss.value_and_grad(confident, y, st)
+        if name == "crf":
+            assert np.all(val < 1e-3), name
+        elif name == "squared":
+            continue  # zero only at theta = phi(y)
+        else:
+            np.testing.assert_allclose(val, 0.0, atol=1e-8, err_msg=name)
+    # the squared loss is zero exactly at theta = phi(y)
+    val, _ = Squared().value_and_grad(phi, y, st)
+    np.testing.assert_allclose(val, 0.0)
+
+
+@pytest.mark.parametrize("sname", ["cube", "knapsack", "order", "permutahedron", "birkhoff"])
+def test_sparsemap_equals_euclidean_projection_on_marginal_polytope(sname):
+    # Blondel (2019): with all parts unary the SparseMAP loss is the
+    # Euclidean projection loss onto the marginal polytope.
+    st = STRUCTURES[sname]()
+    rng = np.random.RandomState(4)
+    theta = 2 * rng.randn(8, st.n_parts)
+    y = random_labels(st, 8, rng)
+    v1, g1 = SparseMAP().value_and_grad(theta, y, st)
+    v2, g2 = Projection().value_and_grad(theta, y, st)
+    np.testing.assert_allclose(v1, v2, atol=1e-6)
+    np.testing.assert_allclose(g1, g2, atol=1e-6)
+
+
+@pytest.mark.parametrize("sname", list(STRUCTURES))
+def test_loss_orderings(sname):
+    st = STRUCTURES[sname]()
+    rng = np.random.RandomState(5)
+    theta = rng.randn(20, st.n_parts)
+    y = random_labels(st, 20, rng)
+    perc, _ = Perceptron().value_and_grad(theta, y, st)
+    hinge, _ = Hinge("margin").value_and_grad(theta, y, st)
+    assert np.all(hinge >= perc - 1e-12)
+    # smaller sets give smaller projection losses (Blondel 2019, Prop. 1)
+    marg, _ = Projection().value_and_grad(theta, y, st)
+    sq, _ = Squared().value_and_grad(theta, y, st)
+    assert np.all(marg <= sq + 1e-9)
+    if "cube" in st.projection_sets and st.marginal_set != "cube":
+        cube, _ = Projection(set="cube").value_and_grad(theta, y, st)
+        assert np.all(marg <= cube + 1e-9)
+        assert np.all(cube <= sq + 1e-9)
+    approx, _ = Hinge("approx-slack").value_and_grad(theta, y, st)
+    pos, _ = PosLearn().value_and_grad(theta, y, st)
+    if st.has_exact_slack:
+        exact, _ = Hinge("slack").value_and_grad(theta, y, st)
+        # approximate slack never exceeds the exact slack loss ...
+        assert np.all(approx <= exact + 1e-9)
+        # ... and PosLearn upper-bounds slack scaling (Sarawagi & Gupta, Claim 4.1)
+        assert np.all(pos >= exact - 1e-9)
+        # the approximation finds the exact violator on most samples
+        assert np.mean(np.isclose(approx, exact)) >= 0.7
+
+
+def test_m_sparsemap_is_sparsemap_of_cost_augmented_scores():
+    st = Permutahedron(4)
+    rng = np.random.RandomState(6)
+    theta = rng.randn(5, 4)
+    y = random_labels(st, 5, rng)
+    aug = theta + st.cost_vector(st.encode(y))
+    v1, g1 = SparseMAP(margin=True).value_and_grad(theta, y, st)
+    v2, g2 = SparseMAP().value_and_grad(aug, y, st)
+    np.testing.assert_allclose(v1, v2)
+    np.testing.assert_allclose(g1, g2)
+    # margin-SparseMAP upper-bounds SparseMAP
+    v0, _ = SparseMAP().value_and_grad(theta, y, st)
+    assert np.all(v1 >= v0 - 1e-9)
+
+
+def test_crf_on_cube_is_independent_logistic_loss():
+    st = UnitCube(3)
+    rng = np.random.RandomState(7)
+    theta = rng.randn(4, 3)
+    y = random_labels(st, 4, rng)
+    val, grad = CRF().value_and_grad(theta, y, st)
+    expected = np.sum(np.logaddexp(0, theta) - theta * y, axis=1)
+    np.testing.assert_allclose(val, expected)
+    np.testing.assert_allclose(grad, 1 / (1 + np.exp(-theta)) - y)
+
+
+def test_intractable_losses_raise_clear_errors():
+    with pytest.raises(ValueError, match="crf"):
+        CRF().check(Birkhoff(3))
+    with pytest.raises(ValueError, match="approx-slack"):
+        Hinge("slack").check(Permutahedron(3))
+    with pytest.raises(ValueError, match="kl"):
+        Projection(geometry="kl").check(Permutahedron(3))
+    with pytest.raises(ValueError, match="valid sets"):
+        Projection(set="simplex").check(UnitCube(3))
+    with pytest.raises(ValueError, match="geometry"):
+        Projection(geometry="manhattan").check(UnitCube(3))
+    with pytest.raises(ValueError, match="scaling"):
+        Hinge("quadratic").check(UnitCube(3))
+    with pytest.raises(ValueError, match="unknown loss"):
+        get_loss("logistic")
+
+
+def test_loss_objects_have_params_for_grid_search():
+    loss = Projection(set="row-stochastic", geometry="kl")
+    assert loss.get_params() == {"set": "row-stochastic", "geometry": "kl"}
+    loss2 = clone(loss).set_params(geometry="euclidean")
+    assert loss2.geometry == "euclidean" and loss.geometry == "kl"
+    assert Hinge(scaling="slack").name == "hinge-slack"
+    for name in LOSSES:
+        assert get_loss(name).name == name
