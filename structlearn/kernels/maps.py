@@ -10,19 +10,20 @@ import numpy as np
 from numba import njit
 
 from .assignment import linear_assignment
+from .sparsemap import ORACLE_SIGNATURE
 
 NEG_INF = -np.inf
 
 
 # --------------------------------------------------------------------- oracles
-@njit(cache=True)
+@njit(ORACLE_SIGNATURE, cache=True)
 def cube_map(eta, params, out):
     """Unit cube: every part with a positive score is on."""
     for i in range(eta.shape[0]):
         out[i] = 1.0 if eta[i] > 0.0 else 0.0
 
 
-@njit(cache=True)
+@njit(ORACLE_SIGNATURE, cache=True)
 def knapsack_map(eta, params, out):
     """Subsets of size in ``[params[0], params[1]]`` (Blondel 2019, Sec. 4).
 
@@ -41,7 +42,7 @@ def knapsack_map(eta, params, out):
             break
 
 
-@njit(cache=True)
+@njit(ORACLE_SIGNATURE, cache=True)
 def order_simplex_map(eta, params, out):
     """Order simplex, ``k - 1`` thresholds: class ``j`` has ``phi_i = 1[j > i]``.
 
@@ -60,7 +61,7 @@ def order_simplex_map(eta, params, out):
         out[i] = 1.0 if i < best else 0.0
 
 
-@njit(cache=True)
+@njit(ORACLE_SIGNATURE, cache=True)
 def permutahedron_map(eta, params, out):
     """Permutahedron induced by ``w = params`` (non-increasing): sort ``eta``."""
     order = np.argsort(-eta, kind="mergesort")
@@ -68,7 +69,7 @@ def permutahedron_map(eta, params, out):
         out[order[r]] = params[r]
 
 
-@njit(cache=True)
+@njit(ORACLE_SIGNATURE, cache=True)
 def birkhoff_map(eta, params, out):
     """Birkhoff polytope: linear assignment of labels (rows) to ranks."""
     k = int(params[0])

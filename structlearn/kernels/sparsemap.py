@@ -20,7 +20,17 @@ same code, so there is exactly one active-set implementation in the library.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+
+#: Signature of every MAP oracle: ``oracle(eta, params, out) -> None``.
+ORACLE_SIGNATURE = types.void(types.float64[::1], types.float64[::1], types.float64[::1])
+# The solvers take the oracle as a *typed* first-class function.  With an
+# explicit signature Numba compiles each solver once for all oracles and can
+# cache it on disk; an untyped dispatcher argument would be recompiled in
+# every process.
+_ORACLE = types.FunctionType(ORACLE_SIGNATURE)
+_RESULT = types.Tuple((types.float64[::1], types.float64[:, ::1], types.float64[::1],
+                       types.int64))
 
 
 @njit(cache=True)
@@ -85,7 +95,8 @@ def _kkt_solve(G, b, m):
     return x[:m].copy(), x[m]
 
 
-@njit(cache=True)
+@njit(_RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
+              types.float64), cache=True)
 def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
     """SparseMAP by the active-set method (Algorithm 2 of the paper).
 
@@ -210,7 +221,8 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
     return mu, V[:m].copy(), weights, n_iter
 
 
-@njit(cache=True, nogil=True)
+@njit(types.float64[:, ::1](types.float64[:, ::1], types.int64, _ORACLE, types.float64[::1],
+                            types.int64, types.float64), cache=True, nogil=True)
 def sparsemap_active_set_batch(Eta, n_unary, oracle, params, max_iter, tol):
     """Row-wise :func:`sparsemap_active_set`; returns the marginals only."""
     n, p = Eta.shape
@@ -224,7 +236,8 @@ def sparsemap_active_set_batch(Eta, n_unary, oracle, params, max_iter, tol):
 VARIANTS = {"vanilla": 0, "away-step": 1, "pairwise": 2}
 
 
-@njit(cache=True)
+@njit(_RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
+              types.int64, types.float64), cache=True)
 def sparsemap_conditional_gradient(eta, n_unary, oracle, params, variant, max_iter, tol):
     """SparseMAP by conditional gradient (Algorithm 1 of the paper).
 
@@ -334,15 +347,21 @@ def sparsemap_conditional_gradient(eta, n_unary, oracle, params, variant, max_it
 def sparsemap_jvp(vertices, weights, n_unary, d_eta):
     """Jacobian-vector product of SparseMAP (Proposition 1).
 
-    ``d mu_U = M_I D(I) A_I^T d_eta`` with
-    ``D = Z - (Z 1 1^T Z) / (1^T Z 1)``, ``Z = (M_I^T M_I)^{-1}``.
+    On the support ``I`` the solution satisfies the KKT system
+    ``[[M_I^T M_I, 1], [1^T, 0]] [y_I; tau] = [A_I^T eta; 1]``; differentiating
+    it gives ``d y_I`` from ``[[G, 1], [1^T, 0]] [d y; d tau] = [A_I^T d_eta; 0]``
+    and ``d mu_U = M_I d y``.  Where ``G = M_I^T M_I`` is invertible this is
+    the paper's ``M_I D(I) A_I^T d_eta`` with
+    ``D = Z - Z 1 1^T Z / (1^T Z 1)``, ``Z = G^{-1}``; solving the KKT system
+    also covers supports that are affinely but not linearly independent
+    (e.g. containing the zero vertex), where ``Z`` does not exist.
 
     Parameters
     ----------
     vertices : ndarray of shape (n_active, p)
         Support returned by a SparseMAP solver.
     weights : ndarray of shape (n_active,)
-        Their weights (unused except for the support; kept for symmetry).
+        Their weights (only the support matters).
     n_unary : int
         Number of unary parts.
     d_eta : ndarray of shape (p,)
@@ -355,8 +374,11 @@ def sparsemap_jvp(vertices, weights, n_unary, d_eta):
     """
     V = np.asarray(vertices, dtype=float)
     M = V[:, :n_unary]
-    Z = np.linalg.pinv(M @ M.T)
-    one = np.ones(len(V))
-    z1 = Z @ one
-    D = Z - np.outer(z1, z1) / (one @ z1)
-    return M.T @ (D @ (V @ np.asarray(d_eta, dtype=float)))
+    m = len(V)
+    K = np.zeros((m + 1, m + 1))
+    K[:m, :m] = M @ M.T
+    K[:m, m] = 1.0
+    K[m, :m] = 1.0
+    rhs = np.concatenate([V @ np.asarray(d_eta, dtype=float), [0.0]])
+    dy = np.linalg.lstsq(K, rhs, rcond=None)[0][:m]
+    return M.T @ dy

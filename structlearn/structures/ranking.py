@@ -80,8 +80,25 @@ class Permutahedron(Structure):
         return -np.asarray(phi, dtype=np.float64)
 
     def cost_bounds(self):
+        """``L_max`` (the reversal) and the smallest gap between distinct costs.
+
+        With integer weights every cost ``sum w^2 - <w_pi, w>`` is an
+        integer, so the gap is 1.  Otherwise the gap is found by enumerating
+        the permutations for ``k <= 8``; beyond that the smallest single-swap
+        cost ``min (w_a - w_b)^2`` divided by ``k`` is used, a heuristic
+        (the gap only sets the upper end of the approximate-slack search).
+        """
         w = self.weights
-        return 0.5 * float(np.sum((w - w[::-1]) ** 2)), 1.0
+        L_max = 0.5 * float(np.sum((w - w[::-1]) ** 2))
+        if np.all(w == np.round(w)):
+            return L_max, 1.0
+        if self.n_labels <= 8:
+            from itertools import permutations
+            costs = np.unique(np.round([0.5 * np.sum((w[list(p)] - w) ** 2)
+                                        for p in permutations(range(self.n_labels))], 12))
+            return L_max, float(np.min(np.diff(costs))) if len(costs) > 1 else 1.0
+        gaps = np.diff(w) ** 2
+        return L_max, float(gaps.min()) / self.n_labels
 
     def second_best(self, theta, y):
         theta = np.asarray(theta, dtype=np.float64)

@@ -1,0 +1,167 @@
+"""Shared helpers of ``bench_ordinal.py`` and ``bench_multilabel.py``.
+
+* one BLAS/OpenMP thread per process (the runs parallelise over tasks);
+* honest model selection: for every model, the regularisation strength is
+  chosen by inner K-fold cross-validation on the training part only (same
+  folds and same grid for every model), then the model is refit on the whole
+  training part at the selected value -- what ``GridSearchCV(refit=True)``
+  does, written out so that every fit can be timed and its warnings counted;
+* warning capture: ``ConvergenceWarning``s are silenced but counted (other
+  warnings too, separately);
+* small markdown/CSV writers.
+"""
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+             "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import csv  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+from sklearn.base import clone  # noqa: E402
+from sklearn.exceptions import ConvergenceWarning  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DATA_HOME = os.environ.get("STRUCTLEARN_BENCH_DATA", "/work/shared/data")
+
+#: structlearn's ``alpha`` multiplies ``1/2 ||W||^2`` added to the MEAN loss.
+ALPHAS = np.logspace(-4, 2, 7)
+
+
+def fmt_alpha(a):
+    return "n/a" if a is None or (isinstance(a, float) and np.isnan(a)) else f"{a:.0e}"
+
+
+class Recorder:
+    """Context manager recording warnings: counts ConvergenceWarnings apart."""
+
+    def __enter__(self):
+        self._cm = warnings.catch_warnings(record=True)
+        self.log = self._cm.__enter__()
+        warnings.simplefilter("always")
+        return self
+
+    def __exit__(self, *exc):
+        self._cm.__exit__(*exc)
+        self.n_convergence = sum(issubclass(w.category, ConvergenceWarning)
+                                 for w in self.log)
+        other = [w for w in self.log if not issubclass(w.category, ConvergenceWarning)]
+        self.n_other = len(other)
+        self.other_messages = sorted({f"{w.category.__name__}: {str(w.message)[:160]}"
+                                      for w in other})
+        return False
+
+
+def timed_fit(est, X, y):
+    t = time.perf_counter()
+    est.fit(X, y)
+    return time.perf_counter() - t
+
+
+def select_and_refit(make, X, y, folds, alphas, score, X_test=None):
+    """Inner-CV selection of ``alpha`` then refit on all of (X, y).
+
+    Parameters
+    ----------
+    make : callable alpha -> unfitted estimator (a Pipeline); ``alphas=None``
+        means the model has no regularisation parameter (one fit, no CV).
+    folds : list of (train_idx, val_idx)
+    score : callable (estimator, X, y) -> float, larger is better.
+
+    Returns a dict: best_alpha, cv_mean (per alpha), refit estimator,
+    refit_time, cv_fit_times, n_fits, n_errors, warnings counts, errors.
+    """
+    out = {"cv_fit_times": [], "n_errors": 0, "errors": []}
+    with Recorder() as rec:
+        if alphas is None:
+            best = None
+            out["cv_mean"] = {}
+        else:
+            means = []
+            for a in alphas:
+                scores = []
+                for tr, va in folds:
+                    est = make(a)
+                    try:
+                        out["cv_fit_times"].append(timed_fit(est, X[tr], y[tr]))
+                        scores.append(score(est, X[va], y[va]))
+                    except Exception as exc:  # noqa: BLE001 -- reported, not hidden
+                        out["n_errors"] += 1
+                        out["errors"].append(f"alpha={a:g}: {type(exc).__name__}: {exc}"[:300])
+                        scores.append(np.nan)
+                means.append(np.mean(scores) if np.all(np.isfinite(scores)) else -np.inf)
+            means = np.asarray(means)
+            # GridSearchCV's rule: the best mean score, the first in grid order on ties
+            best = float(alphas[int(np.argmax(means))])
+            out["cv_mean"] = dict(zip(map(float, alphas), map(float, means)))
+        est = make(best if best is not None else 1.0)
+        out["refit_time"] = timed_fit(est, X, y)
+        out["estimator"] = est
+        if X_test is not None:
+            out["y_pred"] = est.predict(X_test)
+    out["best_alpha"] = best
+    out["n_convergence_warnings"] = rec.n_convergence
+    out["n_other_warnings"] = rec.n_other
+    out["other_warnings"] = rec.other_messages
+    out["n_fits"] = len(out["cv_fit_times"]) + 1
+    return out
+
+
+def clone_with(est, **params):
+    e = clone(est)
+    e.set_params(**params)
+    return e
+
+
+def write_csv(path, rows, fields=None):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fields is None:
+        fields = []
+        for r in rows:
+            for k in r:
+                if k not in fields:
+                    fields.append(k)
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+
+
+def md_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    for r in rows:
+        lines.append("| " + " | ".join(str(c) for c in r) + " |")
+    return "\n".join(lines)
+
+
+def machine_info():
+    import platform
+
+    import numba
+    import scipy
+    import sklearn
+
+    import structlearn
+    info = {"python": platform.python_version(), "numpy": np.__version__,
+            "scipy": scipy.__version__, "scikit-learn": sklearn.__version__,
+            "numba": numba.__version__,
+            "structlearn": getattr(structlearn, "__version__", "?"),
+            "cpus": os.cpu_count()}
+    try:
+        info["load_avg_at_start"] = "%.1f %.1f %.1f" % os.getloadavg()
+    except OSError:
+        pass
+    try:
+        import mord
+        info["mord"] = getattr(mord, "__version__", "0.7")
+    except ImportError:
+        pass
+    return info
