@@ -360,3 +360,15 @@ def test_predict_checks_feature_count_and_unseen_labels():
         est.predict(X[:, :2])
     with pytest.raises(ValueError, match="unseen"):
         est.score(X[:3], np.array([5, 15, 99]))
+
+
+@pytest.mark.parametrize("loss", ["hinge", "hinge-slack", "poslearn", "crf"])
+def test_cutting_plane_solver_in_estimators(loss):
+    X, y = ordinal_data()
+    est = OrdinalRegressor(loss=loss, solver="cutting-plane", alpha=1e-2, tol=1e-3).fit(X, y)
+    assert est.solver_ == "cutting-plane"
+    assert est.score(X, y) > -0.3
+    with pytest.raises(ValueError, match="averaged perceptron"):
+        OrdinalRegressor(loss="perceptron", solver="cutting-plane").fit(X, y)
+    with pytest.raises(ValueError, match="alpha > 0"):
+        OrdinalRegressor(loss=loss, solver="cutting-plane", alpha=0.0).fit(X, y)

@@ -223,3 +223,42 @@ def test_loss_objects_have_params_for_grid_search():
     assert Hinge(scaling="slack").name == "hinge-slack"
     for name in LOSSES:
         assert get_loss(name).name == name
+
+
+# ------------------------------------------------------------------ solvers
+def test_cutting_plane_certifies_the_objective_and_beats_sgd():
+    from structlearn.solvers import cutting_plane, objective, sgd
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 5)
+    Y = (X @ rng.randn(5, 4) + rng.randn(200, 4) > 0).astype(int)
+    st = UnitCube(4)
+    for loss in [Hinge("margin"), Hinge("slack"), PosLearn()]:
+        W, b, it, J = cutting_plane(X, Y, st, loss, 0.05, np.zeros((4, 5)), np.zeros(4),
+                                    fit_intercept=False, max_iter=500, tol=1e-6)
+        assert np.isclose(J, objective(X, Y, W, b, st, loss, 0.05))
+        W2, b2, _, J2 = sgd(X, Y, st, loss, 0.05, np.zeros((4, 5)), np.zeros(4),
+                            fit_intercept=False, max_iter=30, tol=0, random_state=0)
+        assert J <= J2 + 1e-9, loss
+        assert J2 - J < 0.05 * J  # both minimise the same objective
+
+
+def test_explicit_vertices_sparsemap_solves_a_simplex_qp():
+    # The cutting-plane dual: max_q <c, q> - 1/2 ||V^T q||^2 over the simplex.
+    from scipy.optimize import minimize
+
+    from structlearn.kernels.maps import explicit_vertices_map
+    from structlearn.kernels.sparsemap import sparsemap_active_set
+
+    rng = np.random.RandomState(1)
+    V = rng.randn(7, 3)
+    c = rng.randn(7)
+    P = np.hstack([V, c[:, None]])
+    params = np.concatenate([[7, 4], P.ravel()])
+    eta = np.array([0.0, 0.0, 0.0, 1.0])
+    mu, support, q, _ = sparsemap_active_set(eta, 3, explicit_vertices_map, params, 100, 1e-12)
+    value = mu[3] - 0.5 * mu[:3] @ mu[:3]
+    res = minimize(lambda x: -(c @ x - 0.5 * np.sum((V.T @ x) ** 2)), np.full(7, 1 / 7),
+                   constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1}],
+                   bounds=[(0, 1)] * 7, method="SLSQP", options={"ftol": 1e-14})
+    assert np.isclose(value, -res.fun, atol=1e-7)

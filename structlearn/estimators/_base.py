@@ -9,9 +9,9 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..losses import Perceptron, get_loss
-from ..solvers import lbfgs, sgd
+from ..solvers import cutting_plane, lbfgs, sgd
 
-SOLVERS = ("auto", "lbfgs", "sgd")
+SOLVERS = ("auto", "lbfgs", "sgd", "cutting-plane")
 DECODINGS = ("map", "calibrated")
 
 
@@ -61,8 +61,11 @@ class StructuredLinearModel(BaseEstimator):
             raise ValueError(
                 f"solver='lbfgs' needs a smooth loss; {loss} is not smooth. "
                 f"Use solver='sgd' or 'auto'.")
-        if solver == "lbfgs" and self.alpha == 0 and isinstance(loss, Perceptron):
-            raise ValueError("the perceptron loss is trained by the averaged perceptron (solver='sgd').")
+        if solver in ("lbfgs", "cutting-plane") and isinstance(loss, Perceptron):
+            raise ValueError("the perceptron loss is trained by the averaged perceptron "
+                             "(solver='sgd' or 'auto'): with an L2 penalty its minimiser is 0.")
+        if solver == "cutting-plane" and self.alpha <= 0:
+            raise ValueError("solver='cutting-plane' needs alpha > 0.")
         return solver
 
     def _validate_X(self, X, reset):
@@ -107,6 +110,13 @@ class StructuredLinearModel(BaseEstimator):
                 fit_intercept=self.fit_intercept,
                 max_iter=500 if self.max_iter is None else self.max_iter,
                 tol=self.tol, n_jobs=self.n_jobs, verbose=self.verbose)
+        elif solver == "cutting-plane":
+            W, b, n_iter, obj = cutting_plane(
+                X, y_int, structure, loss, float(self.alpha), W0, b0,
+                fit_intercept=self.fit_intercept,
+                max_iter=300 if self.max_iter is None else self.max_iter,
+                tol=self.tol if self.tol > 0 else 1e-4, n_jobs=self.n_jobs,
+                verbose=self.verbose)
         else:
             W, b, n_iter, obj = sgd(
                 X, y_int, structure, loss, float(self.alpha), W0, b0,

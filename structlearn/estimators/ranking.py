@@ -63,11 +63,15 @@ class LabelRanker(StructuredLinearModel):
     alpha : float, default=1e-3
         L2 penalty ``alpha/2 ||W||^2`` on the mean loss.
     fit_intercept : bool, default=True
-    solver : {'auto', 'lbfgs', 'sgd'}, default='auto'
+    solver : {'auto', 'lbfgs', 'sgd', 'cutting-plane'}, default='auto'
         'auto' picks L-BFGS for smooth losses and averaged stochastic
         subgradient (averaged perceptron for 'perceptron') otherwise.
+        'cutting-plane' (bundle method, any loss but the perceptron) trains
+        to a certified duality gap ``tol`` on the true objective; it
+        penalises the intercept like the weights.
     max_iter : int, default=None
-        L-BFGS iterations (500) or SGD epochs (50).
+        L-BFGS iterations (500), SGD epochs (50) or cutting-plane
+        iterations (300).
     tol : float, default=1e-5
     decoding : {'map', 'calibrated'}, default='calibrated'
         'calibrated' decodes the loss's marginals for the task cost

@@ -305,3 +305,27 @@ def permutahedron_poslearn_batch(Theta, Ranks0, w):
             scores[i, j] = MM[j, best_r]
             ranks[i, j, :] = permutahedron_pinned_ranks(th, j, best_r)
     return costs, scores, ranks
+
+
+@njit(ORACLE_SIGNATURE, cache=True)
+def explicit_vertices_map(eta, params, out):
+    """MAP over an explicit list of vertices.
+
+    ``params = [t, dim, V.ravel()]`` with ``V`` of shape ``(t, dim)``; writes
+    the row maximising ``<eta, V_j>`` (first one on ties).  Lets the SparseMAP
+    solver handle QPs over a given finite set of points, such as the dual of
+    the cutting-plane solver's master problem.
+    """
+    t = int(params[0])
+    dim = int(params[1])
+    best = 0
+    best_val = -np.inf
+    for j in range(t):
+        v = 0.0
+        for c in range(dim):
+            v += eta[c] * params[2 + j * dim + c]
+        if v > best_val:
+            best_val = v
+            best = j
+    for c in range(dim):
+        out[c] = params[2 + best * dim + c]
