@@ -104,7 +104,20 @@ class Structure:
         raise NotImplementedError
 
     def second_best(self, theta, y):
-        """Best structure different from ``y`` (the top-2 oracle)."""
+        """Best structure different from ``y`` (the top-2 oracle).
+
+        Where the MAP differs from ``y`` it is the answer; elsewhere the
+        structure's :meth:`_runner_up` gives the second-best structure.
+        """
+        theta = np.asarray(theta, dtype=np.float64)
+        best = self.argmax(theta)
+        same = np.all((best == np.asarray(y)).reshape(len(best), -1), axis=1)
+        if same.any():
+            best[same] = self._runner_up(theta[same], best[same])
+        return best
+
+    def _runner_up(self, theta, best):
+        """Second-best structures of rows whose MAP is ``best``."""
         raise NotImplementedError
 
     def poslearn_violators(self, theta, y):

@@ -87,17 +87,11 @@ class Knapsack(Structure):
     def marginals(self, theta):
         return self.marginals_and_log_partition(theta)[0]
 
-    def second_best(self, theta, y):
-        theta = np.asarray(theta, dtype=np.float64)
-        y = np.asarray(y, dtype=np.int64)
-        best = self.argmax(theta)
-        same = np.all(best == y, axis=1)
-        if not same.any():
-            return best
-        th, yy = theta[same], y[same]
+    def _runner_up(self, th, yy):
+        # The second-best vertex is adjacent to the best one on the polytope:
+        # a single flip (if the count stays within bounds) or a swap.
         n, k = th.shape
         cnt = yy.sum(axis=1)
-        # single flips that keep the count within bounds
         flip = th * (1 - 2 * yy)
         new_cnt = cnt[:, None] + (1 - 2 * yy)
         flip = np.where((new_cnt >= self.lower) & (new_cnt <= self.upper), flip, -np.inf)
@@ -107,18 +101,17 @@ class Knapsack(Structure):
         swap = np.where(valid, swap, -np.inf).reshape(n, k * k)
         fi = np.argmax(flip, axis=1)
         si = np.argmax(swap, axis=1)
-        fv = flip[np.arange(n), fi]
-        sv = swap[np.arange(n), si]
-        out = yy.copy()
         rows = np.arange(n)
+        fv = flip[rows, fi]
+        sv = swap[rows, si]
+        out = yy.copy()
         use_flip = (fv >= sv) & np.isfinite(fv)
         use_swap = ~use_flip & np.isfinite(sv)
         out[rows[use_flip], fi[use_flip]] ^= 1
         r = rows[use_swap]
         out[r, si[use_swap] // k] = 0
         out[r, si[use_swap] % k] = 1
-        best[same] = out
-        return best
+        return out
 
     def poslearn_violators(self, theta, y):
         theta = np.asarray(theta, dtype=np.float64)

@@ -69,9 +69,9 @@ class OrderSimplex(Structure):
     def marginals(self, theta):
         return self.marginals_and_log_partition(theta)[0]
 
-    def second_best(self, theta, y):
+    def _runner_up(self, theta, best):
         S = self.class_scores(theta)
-        S[np.arange(len(S)), np.asarray(y)] = -np.inf
+        S[np.arange(len(S)), best] = -np.inf
         return np.argmax(S, axis=1)
 
     def poslearn_violators(self, theta, y):

@@ -100,15 +100,11 @@ class Permutahedron(Structure):
         gaps = np.diff(w) ** 2
         return L_max, float(gaps.min()) / self.n_labels
 
-    def second_best(self, theta, y):
-        theta = np.asarray(theta, dtype=np.float64)
-        best = self.argmax(theta)
-        same = np.all(best == np.asarray(y), axis=1)
-        if not same.any() or self.n_labels < 2:
-            return best
+    def _runner_up(self, th, best):
         # The second-best vertex is adjacent to the best one: a swap of the
         # labels at two consecutive ranks.
-        th = theta[same]
+        if self.n_labels < 2:
+            return best
         order = np.argsort(-th, axis=1, kind="stable")
         srt = np.take_along_axis(th, order, axis=1)
         dw = self.weights[:-1] - self.weights[1:]
@@ -117,8 +113,7 @@ class Permutahedron(Structure):
         rows = np.arange(len(th))
         a, b = order[rows, r].copy(), order[rows, r + 1].copy()
         order[rows, r], order[rows, r + 1] = b, a
-        best[same] = _ranks_from_order(order)
-        return best
+        return _ranks_from_order(order)
 
     def poslearn_violators(self, theta, y):
         costs, scores, ranks0 = permutahedron_poslearn_batch(
@@ -195,14 +190,11 @@ class Birkhoff(Structure):
         ok = y[:, label] - 1 != rank0
         return y, ok
 
-    def second_best(self, theta, y):
-        theta = np.asarray(theta, dtype=np.float64)
-        best = self.argmax(theta)
-        same = np.all(best == np.asarray(y), axis=1)
-        if not same.any() or self.n_labels < 2:
-            return best
-        th = theta[same]
-        cur = best[same]
+    def _runner_up(self, th, cur):
+        # Murty-style: the best assignment that differs from the MAP in row j,
+        # over all rows j.
+        if self.n_labels < 2:
+            return cur
         top_score = np.full(len(th), -np.inf)
         top = cur.copy()
         for j in range(self.n_labels):
@@ -211,8 +203,7 @@ class Birkhoff(Structure):
             better = s > top_score
             top[better] = cand[better]
             top_score = np.maximum(top_score, s)
-        best[same] = top
-        return best
+        return top
 
     def poslearn_violators(self, theta, y):
         theta = np.asarray(theta, dtype=np.float64)
