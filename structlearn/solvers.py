@@ -46,26 +46,34 @@ def loss_value_and_grad(loss, theta, y, structure, n_jobs=None):
     return np.concatenate([r[0] for r in res]), np.vstack([r[1] for r in res])
 
 
-def _scores(X, W, b):
+def _scores(X, W, b, tie=None):
+    """``theta = X W^T T^T + b``; ``tie`` (n_parts, n_rows) maps weight rows
+    to parts (None: one weight row per part)."""
     theta = X @ W.T
     if sp.issparse(theta):
         theta = theta.toarray()
-    return np.asarray(theta) + b
+    theta = np.asarray(theta)
+    if tie is not None:
+        theta = theta @ tie.T
+    return theta + b
 
 
-def _grad_W(G, X):
-    g = X.T @ G  # (n_features, n_parts), works for sparse X
+def _grad_W(G, X, tie=None):
+    """Chain rule ``T^T G^T X`` for a gradient ``G`` w.r.t. the part scores."""
+    if tie is not None:
+        G = G @ tie
+    g = X.T @ G  # (n_features, n_rows), works for sparse X
     return np.asarray(g).T
 
 
-def objective(X, y, W, b, structure, loss, alpha, n_jobs=None):
+def objective(X, y, W, b, structure, loss, alpha, n_jobs=None, tie=None):
     """Regularised empirical risk at ``(W, b)``."""
-    vals, _ = loss_value_and_grad(loss, _scores(X, W, b), y, structure, n_jobs)
+    vals, _ = loss_value_and_grad(loss, _scores(X, W, b, tie), y, structure, n_jobs)
     return float(vals.mean() + 0.5 * alpha * np.sum(W * W))
 
 
 def lbfgs(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=500,
-          tol=1e-6, n_jobs=None, verbose=0):
+          tol=1e-6, n_jobs=None, verbose=0, tie=None):
     """L-BFGS on the regularised objective (smooth losses).
 
     Returns
@@ -73,20 +81,20 @@ def lbfgs(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=500
     W, b, n_iter, objective_value
     """
     n, d = X.shape
-    p = W0.shape[0]
+    q, p = W0.shape[0], b0.shape[0]
     t0 = time.perf_counter()
     calls = [0]
 
     def unpack(z):
-        W = z[:p * d].reshape(p, d)
-        b = z[p * d:] if fit_intercept else np.zeros(p)
+        W = z[:q * d].reshape(q, d)
+        b = z[q * d:] if fit_intercept else np.zeros(p)
         return W, b
 
     def fun(z):
         W, b = unpack(z)
-        vals, G = loss_value_and_grad(loss, _scores(X, W, b), y, structure, n_jobs)
+        vals, G = loss_value_and_grad(loss, _scores(X, W, b, tie), y, structure, n_jobs)
         f = vals.mean() + 0.5 * alpha * np.sum(W * W)
-        gW = _grad_W(G, X) / n + alpha * W
+        gW = _grad_W(G, X, tie) / n + alpha * W
         g = gW.ravel()
         if fit_intercept:
             g = np.concatenate([g, G.mean(axis=0)])
@@ -114,7 +122,7 @@ def lbfgs(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=500
 
 def sgd(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=50,
         tol=1e-4, batch_size=16, random_state=None, n_jobs=None, verbose=0,
-        perceptron=False):
+        perceptron=False, tie=None):
     """Stochastic subgradient descent with iterate averaging.
 
     Minimises the same regularised objective as :func:`lbfgs` with steps
@@ -153,18 +161,18 @@ def sgd(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=50,
         for start in range(0, n, batch_size):
             idx = order[start:start + batch_size]
             Xb = X[idx]
-            theta = _scores(Xb, W, b)
+            theta = _scores(Xb, W, b, tie)
             vals, G = loss.value_and_grad(theta, y[idx], structure)
             if perceptron:
                 # a mistake is a wrong prediction, even at zero loss (ties)
                 if np.any(G != 0):
                     n_updates += 1
-                    W -= _grad_W(G, Xb)
+                    W -= _grad_W(G, Xb, tie)
                     if fit_intercept:
                         b -= G.sum(axis=0)
             else:
                 eta = eta0 / (1.0 + reg * eta0 * t)
-                gW = _grad_W(G, Xb) / len(idx)
+                gW = _grad_W(G, Xb, tie) / len(idx)
                 W *= 1.0 - eta * reg
                 W -= eta * gW
                 if fit_intercept:
@@ -183,7 +191,7 @@ def sgd(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=50,
             continue
         if epoch == 1 and max_iter > 1:
             continue
-        f = objective(X, y, W_avg, b_avg, structure, loss, reg, n_jobs)
+        f = objective(X, y, W_avg, b_avg, structure, loss, reg, n_jobs, tie)
         if verbose:
             print(f"[sgd] epoch {epoch}: objective {f:.6g} "
                   f"({time.perf_counter() - t0:.1f}s)")
@@ -195,12 +203,12 @@ def sgd(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=50,
             warnings.warn(f"SGD did not converge in max_iter={max_iter} epochs; "
                           f"increase max_iter or tol.", ConvergenceWarning)
     if perceptron:
-        f = objective(X, y, W_avg, b_avg, structure, loss, 0.0, n_jobs)
+        f = objective(X, y, W_avg, b_avg, structure, loss, 0.0, n_jobs, tie)
     return W_avg, b_avg, epoch, float(f)
 
 
 def cutting_plane(X, y, structure, loss, alpha, W0, b0, fit_intercept=True,
-                  max_iter=300, tol=1e-4, n_jobs=None, verbose=0):
+                  max_iter=300, tol=1e-4, n_jobs=None, verbose=0, tie=None):
     """Bundle (1-slack cutting-plane) method on the regularised objective.
 
     ``J(z) = alpha/2 ||z||^2 + R(z)`` with ``R`` the mean loss, for
@@ -224,12 +232,12 @@ def cutting_plane(X, y, structure, loss, alpha, W0, b0, fit_intercept=True,
     if alpha <= 0:
         raise ValueError("solver='cutting-plane' needs alpha > 0.")
     n, d = X.shape
-    p = W0.shape[0]
+    q, p = W0.shape[0], b0.shape[0]
     t0 = time.perf_counter()
 
     def unpack(z):
-        W = z[:p * d].reshape(p, d)
-        b = z[p * d:] if fit_intercept else np.zeros(p)
+        W = z[:q * d].reshape(q, d)
+        b = z[q * d:] if fit_intercept else np.zeros(p)
         return W, b
 
     z = W0.ravel().copy()
@@ -243,9 +251,9 @@ def cutting_plane(X, y, structure, loss, alpha, W0, b0, fit_intercept=True,
     it = 0
     for it in range(1, max_iter + 1):
         W, b = unpack(z)
-        vals, G = loss_value_and_grad(loss, _scores(X, W, b), y, structure, n_jobs)
+        vals, G = loss_value_and_grad(loss, _scores(X, W, b, tie), y, structure, n_jobs)
         R = float(vals.mean())
-        a = (_grad_W(G, X) / n).ravel()
+        a = (_grad_W(G, X, tie) / n).ravel()
         if fit_intercept:
             a = np.concatenate([a, G.mean(axis=0)])
         J = 0.5 * alpha * float(z @ z) + R
@@ -279,11 +287,11 @@ def cutting_plane(X, y, structure, loss, alpha, W0, b0, fit_intercept=True,
         params = np.concatenate([[len(V), V.shape[1]], V.ravel()])
         eta = np.zeros(V.shape[1])
         eta[-1] = 1.0
-        _, support, q, _ = sparsemap_active_set(eta, V.shape[1] - 1, explicit_vertices_map,
-                                                params, 10000, 1e-12)
+        _, support, dual_w, _ = sparsemap_active_set(
+            eta, V.shape[1] - 1, explicit_vertices_map, params, 10000, 1e-12)
         # plane weights from the support rows
         qfull = np.zeros(len(V))
-        for s_row, w in zip(support, q):
+        for s_row, w in zip(support, dual_w):
             qfull[int(np.argmin(np.abs(V - s_row).sum(axis=1)))] += w
         A = np.asarray(planes)
         z = -(A.T @ qfull) / alpha

@@ -372,3 +372,42 @@ def test_cutting_plane_solver_in_estimators(loss):
         OrdinalRegressor(loss="perceptron", solver="cutting-plane").fit(X, y)
     with pytest.raises(ValueError, match="alpha > 0"):
         OrdinalRegressor(loss=loss, solver="cutting-plane", alpha=0.0).fit(X, y)
+
+
+def test_ordinal_shared_weights_is_a_parallel_threshold_model():
+    X, y = ordinal_data()
+    est = OrdinalRegressor(loss="crf", shared_weights=True).fit(X, y)
+    assert est.coef_.shape == (1, X.shape[1])
+    theta = est.predict_marginals(X[:5])  # threshold marginals are monotone
+    assert np.all(np.diff(theta, axis=1) <= 1e-12)
+    parts = est._part_scores(X[:5])
+    # thresholds differ only by their intercepts
+    np.testing.assert_allclose(parts - parts[:, :1], (est.intercept_ - est.intercept_[0])[None, :]
+                               .repeat(5, axis=0), atol=1e-10)
+    assert est.score(X, y) > -0.3
+    for solver in ["sgd", "cutting-plane"]:
+        e = OrdinalRegressor(loss="hinge", shared_weights=True, solver=solver,
+                             random_state=0, alpha=1e-2).fit(X, y)
+        assert e.coef_.shape == (1, X.shape[1]) and e.score(X, y) > -0.4
+    with pytest.raises(ValueError, match="shared_weights"):
+        OrdinalRegressor(shared_weights="yes").fit(X, y)
+
+
+def test_tied_weights_gradient_matches_finite_differences():
+    from structlearn.losses import CRF
+    from structlearn.solvers import _grad_W, _scores, loss_value_and_grad, objective
+    from structlearn.structures import OrderSimplex
+
+    X, y = ordinal_data()
+    y = np.searchsorted(np.unique(y), y)
+    st, loss, alpha = OrderSimplex(4), CRF(), 0.1
+    tie = np.ones((3, 1))
+    rng = np.random.RandomState(0)
+    W, b = rng.randn(1, X.shape[1]), rng.randn(3)
+    _, G = loss_value_and_grad(loss, _scores(X, W, b, tie), y, st)
+    gW = _grad_W(G, X, tie) / len(X) + alpha * W
+    D = rng.randn(*W.shape)
+    h = 1e-6
+    fd = (objective(X, y, W + h * D, b, st, loss, alpha, tie=tie)
+          - objective(X, y, W - h * D, b, st, loss, alpha, tie=tie)) / (2 * h)
+    assert np.isclose(fd, np.sum(gW * D), rtol=1e-5)

@@ -4,12 +4,11 @@ import numbers
 import time
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..losses import Perceptron, get_loss
-from ..solvers import cutting_plane, lbfgs, sgd
+from ..solvers import _scores, cutting_plane, lbfgs, sgd
 
 SOLVERS = ("auto", "lbfgs", "sgd", "cutting-plane")
 DECODINGS = ("map", "calibrated")
@@ -95,37 +94,37 @@ class StructuredLinearModel(BaseEstimator):
         y_int, structure, extra = self._prepare_targets(y, n_samples=X.shape[0])
         loss.check(structure)
         solver = self._check_params(loss)
+        tie = self._weight_tying(structure)
         # Everything is validated: only now touch the estimator's state.
-        warm = (self.warm_start and hasattr(self, "coef_")
-                and self.coef_.shape == (structure.n_parts, X.shape[1]))
-        X = self._validate_X(X, reset=True)
         p, d = structure.n_parts, X.shape[1]
+        q = p if tie is None else tie.shape[1]
+        warm = (self.warm_start and hasattr(self, "coef_")
+                and self.coef_.shape == (q, d) and self.intercept_.shape == (p,))
+        X = self._validate_X(X, reset=True)
         if warm:
             W0, b0 = self.coef_.copy(), self.intercept_.copy()
         else:
-            W0, b0 = np.zeros((p, d)), np.zeros(p)
+            W0, b0 = np.zeros((q, d)), np.zeros(p)
+        common = dict(fit_intercept=self.fit_intercept, tol=self.tol, n_jobs=self.n_jobs,
+                      verbose=self.verbose, tie=tie)
         if solver == "lbfgs":
             W, b, n_iter, obj = lbfgs(
                 X, y_int, structure, loss, float(self.alpha), W0, b0,
-                fit_intercept=self.fit_intercept,
-                max_iter=500 if self.max_iter is None else self.max_iter,
-                tol=self.tol, n_jobs=self.n_jobs, verbose=self.verbose)
+                max_iter=500 if self.max_iter is None else self.max_iter, **common)
         elif solver == "cutting-plane":
+            common["tol"] = self.tol if self.tol > 0 else 1e-4
             W, b, n_iter, obj = cutting_plane(
                 X, y_int, structure, loss, float(self.alpha), W0, b0,
-                fit_intercept=self.fit_intercept,
-                max_iter=300 if self.max_iter is None else self.max_iter,
-                tol=self.tol if self.tol > 0 else 1e-4, n_jobs=self.n_jobs,
-                verbose=self.verbose)
+                max_iter=300 if self.max_iter is None else self.max_iter, **common)
         else:
             W, b, n_iter, obj = sgd(
                 X, y_int, structure, loss, float(self.alpha), W0, b0,
-                fit_intercept=self.fit_intercept,
                 max_iter=50 if self.max_iter is None else self.max_iter,
-                tol=self.tol, random_state=self.random_state, n_jobs=self.n_jobs,
-                verbose=self.verbose, perceptron=isinstance(loss, Perceptron))
+                random_state=self.random_state, perceptron=isinstance(loss, Perceptron),
+                **common)
         self.coef_ = W
         self.intercept_ = b if self.fit_intercept else np.zeros(p)
+        self.weight_tying_ = tie
         self.loss_ = loss
         self.structure_ = structure
         self.solver_ = solver
@@ -146,10 +145,11 @@ class StructuredLinearModel(BaseEstimator):
     def _part_scores(self, X):
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        theta = X @ self.coef_.T
-        if sp.issparse(theta):
-            theta = theta.toarray()
-        return np.asarray(theta) + self.intercept_
+        return _scores(X, self.coef_, self.intercept_, self.weight_tying_)
+
+    def _weight_tying(self, structure):
+        """Map (n_parts, n_weight_rows) sharing weight rows among parts, or None."""
+        return None
 
     def _predict_labels(self, X):
         theta = self._part_scores(X)

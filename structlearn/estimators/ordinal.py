@@ -48,13 +48,36 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
     decoding : {'map', 'calibrated'}, default='calibrated'
         'calibrated' predicts ``1 + #{t : mu_t > 1/2}`` from the loss's
         marginals (the median class: optimal for absolute error).
+    shared_weights : bool, default=False
+        If True, all thresholds share one weight vector and differ only in
+        their intercepts, ``theta_t = w.x + b_t`` (parallel thresholds, the
+        model of mord's LogisticAT): ``n_features`` weights instead of
+        ``(n_classes - 1) n_features``, better on small training sets.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
     coef_ : ndarray of shape (n_classes - 1, n_features)
+        One row per threshold, or a single row with ``shared_weights=True``.
     intercept_ : ndarray of shape (n_classes - 1,)
     """
+
+    def __init__(self, loss="projection", alpha=1e-3, fit_intercept=True, solver="auto",
+                 max_iter=None, tol=1e-5, decoding="calibrated", random_state=None,
+                 n_jobs=None, verbose=0, warm_start=False, shared_weights=False):
+        super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept,
+                         solver=solver, max_iter=max_iter, tol=tol, decoding=decoding,
+                         random_state=random_state, n_jobs=n_jobs, verbose=verbose,
+                         warm_start=warm_start)
+        self.shared_weights = shared_weights
+
+    def _weight_tying(self, structure):
+        if not isinstance(self.shared_weights, (bool, np.bool_)):
+            raise ValueError(f"shared_weights must be True or False, got "
+                             f"{self.shared_weights!r}.")
+        if self.shared_weights:
+            return np.ones((structure.n_parts, 1))
+        return None
 
     def _prepare_targets(self, y, n_samples):
         y = np.asarray(y)
