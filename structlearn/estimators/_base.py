@@ -12,6 +12,9 @@ from ..solvers import _scores, cutting_plane, lbfgs, sgd
 
 SOLVERS = ("auto", "lbfgs", "sgd", "cutting-plane")
 DECODINGS = ("map", "calibrated")
+#: ``tol=None`` means: L-BFGS projected-gradient tolerance 1e-5; SGD relative
+#: objective decrease per epoch 1e-3; cutting-plane relative duality gap 1e-4.
+DEFAULT_TOL = {"lbfgs": 1e-5, "sgd": 1e-3, "cutting-plane": 1e-4}
 
 
 class StructuredLinearModel(BaseEstimator):
@@ -25,7 +28,7 @@ class StructuredLinearModel(BaseEstimator):
     _default_loss = "projection"
 
     def __init__(self, loss="projection", alpha=1e-3, fit_intercept=True,
-                 solver="auto", max_iter=None, tol=1e-5, decoding="calibrated",
+                 solver="auto", max_iter=None, tol=None, decoding="calibrated",
                  random_state=None, n_jobs=None, verbose=0, warm_start=False):
         self.loss = loss
         self.alpha = alpha
@@ -51,8 +54,9 @@ class StructuredLinearModel(BaseEstimator):
         if self.max_iter is not None and (
                 not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1):
             raise ValueError(f"max_iter must be a positive integer or None, got {self.max_iter!r}.")
-        if not isinstance(self.tol, numbers.Real) or self.tol < 0:
-            raise ValueError(f"tol must be a non-negative number, got {self.tol!r}.")
+        if self.tol is not None and (not isinstance(self.tol, numbers.Real)
+                                     or not self.tol >= 0):
+            raise ValueError(f"tol must be a non-negative number or None, got {self.tol!r}.")
         solver = self.solver
         if solver == "auto":
             solver = "lbfgs" if loss.smooth else "sgd"
@@ -105,14 +109,14 @@ class StructuredLinearModel(BaseEstimator):
             W0, b0 = self.coef_.copy(), self.intercept_.copy()
         else:
             W0, b0 = np.zeros((q, d)), np.zeros(p)
-        common = dict(fit_intercept=self.fit_intercept, tol=self.tol, n_jobs=self.n_jobs,
+        tol = self.tol if self.tol is not None else DEFAULT_TOL[solver]
+        common = dict(fit_intercept=self.fit_intercept, tol=tol, n_jobs=self.n_jobs,
                       verbose=self.verbose, tie=tie)
         if solver == "lbfgs":
             W, b, n_iter, obj = lbfgs(
                 X, y_int, structure, loss, float(self.alpha), W0, b0,
                 max_iter=500 if self.max_iter is None else self.max_iter, **common)
         elif solver == "cutting-plane":
-            common["tol"] = self.tol if self.tol > 0 else 1e-4
             W, b, n_iter, obj = cutting_plane(
                 X, y_int, structure, loss, float(self.alpha), W0, b0,
                 max_iter=300 if self.max_iter is None else self.max_iter, **common)

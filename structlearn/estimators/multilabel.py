@@ -59,7 +59,7 @@ class MultiLabelClassifier(MultiOutputMixin, ClassifierMixin, StructuredLinearMo
     """
 
     def __init__(self, min_labels=0, max_labels=None, loss="projection", alpha=1e-3,
-                 fit_intercept=True, solver="auto", max_iter=None, tol=1e-5,
+                 fit_intercept=True, solver="auto", max_iter=None, tol=None,
                  decoding="calibrated", random_state=None, n_jobs=None, verbose=0,
                  warm_start=False):
         super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept,

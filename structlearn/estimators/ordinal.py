@@ -63,7 +63,7 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
     """
 
     def __init__(self, loss="projection", alpha=1e-3, fit_intercept=True, solver="auto",
-                 max_iter=None, tol=1e-5, decoding="calibrated", random_state=None,
+                 max_iter=None, tol=None, decoding="calibrated", random_state=None,
                  n_jobs=None, verbose=0, warm_start=False, shared_weights=False):
         super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept,
                          solver=solver, max_iter=max_iter, tol=tol, decoding=decoding,

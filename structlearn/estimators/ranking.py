@@ -72,7 +72,10 @@ class LabelRanker(StructuredLinearModel):
     max_iter : int, default=None
         L-BFGS iterations (500), SGD epochs (50) or cutting-plane
         iterations (300).
-    tol : float, default=1e-5
+    tol : float or None, default=None
+        Stopping tolerance; None picks the solver's default: L-BFGS
+        projected gradient 1e-5, SGD relative objective decrease per epoch
+        1e-3, cutting-plane relative duality gap 1e-4.
     decoding : {'map', 'calibrated'}, default='calibrated'
         'calibrated' decodes the loss's marginals for the task cost
         (Blondel 2019, Sec. 5): a sort of the marginals (Spearman) on the
@@ -99,7 +102,7 @@ class LabelRanker(StructuredLinearModel):
     """
 
     def __init__(self, polytope="permutahedron", loss="projection", alpha=1e-3,
-                 fit_intercept=True, solver="auto", max_iter=None, tol=1e-5,
+                 fit_intercept=True, solver="auto", max_iter=None, tol=None,
                  decoding="calibrated", random_state=None, n_jobs=None, verbose=0,
                  warm_start=False):
         super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept,

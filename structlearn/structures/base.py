@@ -185,9 +185,25 @@ class Structure:
     def _oracle_params(self):
         return np.zeros(1)
 
+    #: When every part is unary, SparseMAP's marginals are the Euclidean
+    #: projection onto the marginal polytope (Niculae et al. 2018, Eq. 5 with
+    #: ``M = A``; Blondel 2019).  Structures with an exact projection faster
+    #: than the active set set this to True and :meth:`sparsemap` uses it.
+    sparsemap_by_projection = False
+
     def sparsemap(self, theta, max_iter=1000, tol=1e-9):
-        """SparseMAP marginals of each row (active-set solver)."""
+        """SparseMAP marginals of each row.
+
+        The generic active-set solver over the MAP oracle, or, where
+        ``sparsemap_by_projection`` is True, the structure's exact Euclidean
+        projection onto its marginal polytope (the same point, computed by a
+        dedicated algorithm).  :meth:`sparsemap_support` always runs an
+        active-set or conditional-gradient solver, since it returns the
+        distribution over structures as well.
+        """
         theta = np.ascontiguousarray(theta, dtype=np.float64)
+        if self.sparsemap_by_projection and self.n_unary == self.n_parts:
+            return self._project(theta, self.marginal_set, "euclidean")
         return sparsemap_active_set_batch(theta, self.n_unary, self._oracle(),
                                           self._oracle_params(), max_iter, tol)
 

@@ -34,6 +34,7 @@ class Knapsack(Structure):
         Bounds on the number of active labels, ``0 <= lower <= upper <= k``.
     """
 
+    sparsemap_by_projection = True
     name = "knapsack polytope"
     marginal_set = "knapsack"
     projection_sets = {"knapsack": ("euclidean", "kl"), "cube": ("euclidean", "kl")}

@@ -20,6 +20,7 @@ class OrderSimplex(Structure):
     classes.
     """
 
+    sparsemap_by_projection = True
     name = "order simplex"
     marginal_set = "order-simplex"
     projection_sets = {"order-simplex": ("euclidean", "kl"), "cube": ("euclidean", "kl")}

@@ -43,6 +43,7 @@ class Permutahedron(Structure):
     so that the positions' costs add up to the task cost.
     """
 
+    sparsemap_by_projection = True
     name = "permutahedron"
     marginal_set = "permutahedron"
     projection_sets = {"permutahedron": ("euclidean",)}
