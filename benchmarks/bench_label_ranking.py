@@ -47,6 +47,10 @@ from _lr_common import (  # noqa: E402
     render_markdown, plan_for,
 )
 
+SLOW_FIRST = ["segment", "vowel", "pendigits", "elevators", "housing", "stock",
+              "vehicle", "authorship", "wisconsin", "fried", "cpu", "calhousing",
+              "bodyfat", "glass", "wine", "iris"]
+
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -61,7 +65,23 @@ def main(argv=None):
     p.add_argument("--out", default=None,
                    help="output prefix (default benchmarks/results/label_ranking; "
                         "with --quick nothing is written unless given)")
+    p.add_argument("--raw", default=None,
+                   help="also pickle the per-fold rows here (to re-render the tables)")
+    p.add_argument("--parts-dir", default=None,
+                   help="save each data set's raw result here as it finishes and "
+                        "reuse the ones already there (resume an interrupted run)")
+    p.add_argument("--render", default=None,
+                   help="only re-render the tables from a --raw pickle")
     args = p.parse_args(argv)
+    if args.render:
+        import pickle
+        with open(args.render, "rb") as fh:
+            rows, meta = pickle.load(fh)
+        md = render_markdown(summarize(rows), meta)
+        out = args.out or os.path.join(RESULTS_DIR, "label_ranking")
+        write_results(summarize(rows), md, out)
+        print(f"wrote {out}.md and {out}.csv")
+        return 0
 
     names = sorted(f[:-4] for f in os.listdir(DATA_DIR) if f.endswith(".csv"))
     if args.quick:
@@ -69,20 +89,40 @@ def main(argv=None):
     if args.datasets:
         names = [s.strip() for s in args.datasets.split(",") if s.strip()]
     plans = [plan_for(n, quick=args.quick, n_sub=args.n_sub) for n in names]
-    # biggest first for load balancing over the worker processes
-    plans.sort(key=lambda pl: -pl["cost"])
+    # slowest first (measured) for load balancing over the worker processes
+    plans.sort(key=lambda pl: (SLOW_FIRST.index(pl["name"]) if pl["name"] in SLOW_FIRST
+                               else len(SLOW_FIRST), -pl["cost"]))
+    done = []
+    if args.parts_dir:
+        import pickle
+        for pl in plans:
+            f = os.path.join(args.parts_dir, pl["name"] + ".pkl")
+            if os.path.exists(f):
+                with open(f, "rb") as fh:
+                    done.append(pickle.load(fh))
+                print(f"[{pl['name']}] reusing {f}", file=sys.stderr)
+        have = {r["name"] for r in done}
+        plans = [pl for pl in plans if pl["name"] not in have]
+        for pl in plans:
+            pl["parts_dir"] = args.parts_dir
 
     t0 = time.perf_counter()
-    if args.n_jobs == 1 or len(plans) == 1:
+    if args.n_jobs == 1 or len(plans) <= 1:
         results = [run_dataset(pl) for pl in plans]
     else:
         from joblib import Parallel, delayed
         results = Parallel(n_jobs=args.n_jobs, backend="loky")(
             delayed(run_dataset)(pl) for pl in plans)
-    wall = time.perf_counter() - t0
+    results = done + results
+    wall = time.perf_counter() - t0 + sum(r["meta"].get("total_wall", 0) for r in done) / max(
+        args.n_jobs, 1)
     rows = [r for res in results for r in res["rows"]]
     meta = {"wall": wall, "argv": " ".join(sys.argv), "quick": args.quick,
             "datasets": {res["name"]: res["meta"] for res in results}}
+    if args.raw:
+        import pickle
+        with open(args.raw, "wb") as fh:
+            pickle.dump((rows, meta), fh)
     summary = summarize(rows)
     md = render_markdown(summary, meta)
     out = args.out
