@@ -415,6 +415,12 @@ SUMMARY_FIELDS = ["dataset", "model", "kind", "fmap", "polytope", "loss", "n_tra
 
 
 def summarize(rows):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # nanmean of all-NaN columns
+        return _summarize(rows)
+
+
+def _summarize(rows):
     groups = {}
     for r in rows:
         groups.setdefault((r["dataset"], r["model"]), []).append(r)

@@ -122,16 +122,17 @@ def lbfgs(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=500
 
 def sgd(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=50,
         tol=1e-4, batch_size=16, random_state=None, n_jobs=None, verbose=0,
-        perceptron=False, tie=None):
+        perceptron=False, tie=None, patience=3):
     """Stochastic subgradient descent with iterate averaging.
 
     Minimises the same regularised objective as :func:`lbfgs` with steps
     ``eta_t = eta_0 / (1 + alpha eta_0 t)`` (``eta_0 = 1 / mean ||x||^2``)
     and returns the Polyak average of the iterates from the second epoch on.
     With ``perceptron=True`` it is the averaged perceptron: unit steps, no
-    penalty, averaging over all updates.  Stops when the relative decrease of
-    the objective of the averaged model between epochs is below ``tol``
-    (perceptron: when an epoch makes no update).
+    penalty, averaging over all updates.  Stops when the objective of the
+    averaged model has not improved on its best value by more than ``tol``
+    (relative) for ``patience`` consecutive epochs (perceptron: when an epoch
+    makes no update).
 
     Returns
     -------
@@ -151,7 +152,8 @@ def sgd(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=50,
     b_avg = b.copy()
     n_avg = 0
     t = 0
-    prev = np.inf
+    best = np.inf
+    stalled = 0
     f = np.nan
     t0 = time.perf_counter()
     epoch = 0
@@ -195,9 +197,15 @@ def sgd(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=50,
         if verbose:
             print(f"[sgd] epoch {epoch}: objective {f:.6g} "
                   f"({time.perf_counter() - t0:.1f}s)")
-        if abs(prev - f) <= tol * max(1.0, abs(f)):
-            break
-        prev = f
+        # patience rule (as scikit-learn's SGD): stop after `patience` epochs
+        # without an improvement of more than tol (relative) on the best
+        if f < best - tol * max(1.0, abs(best)):
+            stalled = 0
+        else:
+            stalled += 1
+            if stalled >= patience:
+                break
+        best = min(best, f)
     else:
         if not perceptron and max_iter > 1:
             warnings.warn(f"SGD did not converge in max_iter={max_iter} epochs; "

@@ -13,8 +13,9 @@ from ..solvers import _scores, cutting_plane, lbfgs, sgd
 SOLVERS = ("auto", "lbfgs", "sgd", "cutting-plane")
 DECODINGS = ("map", "calibrated")
 #: ``tol=None`` means: L-BFGS projected-gradient tolerance 1e-5; SGD relative
-#: objective decrease per epoch 1e-3; cutting-plane relative duality gap 1e-4.
-DEFAULT_TOL = {"lbfgs": 1e-5, "sgd": 1e-3, "cutting-plane": 1e-4}
+#: objective improvement 1e-4 (3 epochs of patience); cutting-plane relative
+#: duality gap 1e-4.
+DEFAULT_TOL = {"lbfgs": 1e-5, "sgd": 1e-4, "cutting-plane": 1e-4}
 
 
 class StructuredLinearModel(BaseEstimator):

@@ -74,8 +74,8 @@ class LabelRanker(StructuredLinearModel):
         iterations (300).
     tol : float or None, default=None
         Stopping tolerance; None picks the solver's default: L-BFGS
-        projected gradient 1e-5, SGD relative objective decrease per epoch
-        1e-3, cutting-plane relative duality gap 1e-4.
+        projected gradient 1e-5, SGD relative objective improvement 1e-4
+        (3 epochs of patience), cutting-plane relative duality gap 1e-4.
     decoding : {'map', 'calibrated'}, default='calibrated'
         'calibrated' decodes the loss's marginals for the task cost
         (Blondel 2019, Sec. 5): a sort of the marginals (Spearman) on the
