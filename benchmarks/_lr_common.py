@@ -78,7 +78,7 @@ BIG_KERNEL = [("perm", "hinge"), ("perm", "projection"), ("perm", "squared"),
 BIG_LINEAR = [("perm", "hinge"), ("perm", "projection"), ("perm", "squared"),
               ("birk", "proj[rs,kl]"), ("birk", "squared")]
 QUICK_KERNEL = [("perm", "hinge"), ("perm", "projection"), ("perm", "squared"),
-                ("birk", "projection"), ("birk", "squared")]
+                ("birk", "projection"), ("birk", "proj[rs,kl]"), ("birk", "squared")]
 QUICK_LINEAR = [("perm", "projection"), ("perm", "squared")]
 
 
@@ -476,6 +476,19 @@ def _s(x):
     return f"{x:.3g}" if x < 100 else f"{x:.0f}"
 
 
+def git_version(repo=os.path.dirname(HERE)):
+    """``<short hash>`` of the library checkout, ``+dirty`` if it has edits."""
+    import subprocess
+    try:
+        h = subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"],
+                           capture_output=True, text=True, timeout=10).stdout.strip()
+        d = subprocess.run(["git", "-C", repo, "status", "--porcelain", "structlearn"],
+                           capture_output=True, text=True, timeout=10).stdout.strip()
+        return h + ("+dirty" if d else "") if h else ""
+    except Exception:  # pragma: no cover
+        return ""
+
+
 def protocol_text(meta):
     return f"""\
 Protocol
@@ -516,7 +529,9 @@ Protocol
 * LabelRanker: `decoding='calibrated'` (default), `max_iter={LBFGS_MAX_ITER}`
   for L-BFGS losses; SGD losses (perceptron, hinge, hinge-approx-slack,
   poslearn) `max_iter={SGD_MAX_ITER}` epochs for n <= {SMALL_N}, {SGD_MAX_ITER_LARGE}
-  above (library default 50); `tol=1e-5` (default), `random_state=0`.
+  above (library default 50); `tol` left at the library default (the
+  library's stopping rules changed during this work: see "library version"
+  above), `random_state=0`.
   ConvergenceWarnings are suppressed and counted ("cw": folds whose final
   fit warned).
 * Loss lists (compute budget; the Birkhoff losses with k^2 parts dominate):
@@ -546,6 +561,10 @@ def render_markdown(summary, meta):
     order = sorted(by, key=lambda d: meta["datasets"][d]["n"])
     L = []
     L.append("# Label ranking: structlearn LabelRanker vs scikit-learn baselines\n")
+    if meta.get("git"):
+        L.append(f"Library version: structlearn working tree at commit {meta['git']}.\n")
+    if meta.get("note"):
+        L.append(meta["note"] + "\n")
     L.append(f"Command: `{meta['argv']}`  \n"
              f"Total wall time: {meta['wall']:.0f} s; host: {platform.node()} "
              f"({os.cpu_count()} CPUs, shared); Python {platform.python_version()}; "
@@ -661,9 +680,13 @@ def render_markdown(summary, meta):
                        f"{dt:.4f} | {rel:.2e} | {_s(a['fit_cpu_mean'])} | "
                        f"{_s(b['fit_cpu_mean'])} | {_s(a['fit_cpu_mean'] / b['fit_cpu_mean'])} |")
     if chk:
-        L.append("\n## Same loss, two oracles: `sparsemap` (active set) vs `projection`\n")
+        L.append("\n## Same loss, two oracles: `sparsemap` vs `projection`\n")
         L.append("Identical (gamma, alpha). Max fold |Δtau|, max relative difference of "
-                 "the final objective, fit CPU s.\n")
+                 "the final objective, fit CPU s. Since commit b493f92 the library computes "
+                 "SparseMAP on the permutahedron *by* its Euclidean projection "
+                 "(`Permutahedron.sparsemap_by_projection = True`), so the perm rows "
+                 "compare a code path with itself; the Birkhoff rows still compare the "
+                 "active-set solver (LAP oracle) with Dykstra's projection.\n")
         L.append("| dataset | polytope | tau sparsemap | tau projection | max abs Δtau | "
                  "max rel Δobj | fit s sparsemap | fit s projection | slowdown |")
         L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -44,7 +44,7 @@ import numpy as np  # noqa: E402
 
 from _lr_common import (  # noqa: E402
     DATA_DIR, RESULTS_DIR, REFERENCES, run_dataset, write_results, summarize,
-    render_markdown, plan_for,
+    render_markdown, plan_for, git_version,
 )
 
 SLOW_FIRST = ["segment", "vowel", "pendigits", "elevators", "housing", "stock",
@@ -55,7 +55,7 @@ SLOW_FIRST = ["segment", "vowel", "pendigits", "elevators", "housing", "stock",
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
-                   help="a few small sets, few losses, small grid; prints, writes nothing")
+                   help="4 small sets, 6+2 losses, small grid (~1-2 min); prints, writes nothing")
     p.add_argument("--datasets", default=None,
                    help="comma-separated subset of data sets (default: all 16)")
     p.add_argument("--n-jobs", type=int, default=2,
@@ -70,6 +70,7 @@ def main(argv=None):
     p.add_argument("--parts-dir", default=None,
                    help="save each data set's raw result here as it finishes and "
                         "reuse the ones already there (resume an interrupted run)")
+    p.add_argument("--note", default=None, help="a line added to the results header")
     p.add_argument("--render", default=None,
                    help="only re-render the tables from a --raw pickle")
     args = p.parse_args(argv)
@@ -77,6 +78,8 @@ def main(argv=None):
         import pickle
         with open(args.render, "rb") as fh:
             rows, meta = pickle.load(fh)
+        if args.note:
+            meta["note"] = args.note
         md = render_markdown(summarize(rows), meta)
         out = args.out or os.path.join(RESULTS_DIR, "label_ranking")
         write_results(summarize(rows), md, out)
@@ -85,7 +88,7 @@ def main(argv=None):
 
     names = sorted(f[:-4] for f in os.listdir(DATA_DIR) if f.endswith(".csv"))
     if args.quick:
-        names = ["iris", "wine", "glass"]
+        names = ["iris", "wine", "glass", "housing"]
     if args.datasets:
         names = [s.strip() for s in args.datasets.split(",") if s.strip()]
     plans = [plan_for(n, quick=args.quick, n_sub=args.n_sub) for n in names]
@@ -106,6 +109,7 @@ def main(argv=None):
         for pl in plans:
             pl["parts_dir"] = args.parts_dir
 
+    git = git_version()   # the workers import structlearn right after this
     t0 = time.perf_counter()
     if args.n_jobs == 1 or len(plans) <= 1:
         results = [run_dataset(pl) for pl in plans]
@@ -118,6 +122,7 @@ def main(argv=None):
         args.n_jobs, 1)
     rows = [r for res in results for r in res["rows"]]
     meta = {"wall": wall, "argv": " ".join(sys.argv), "quick": args.quick,
+            "git": git, "note": args.note,
             "datasets": {res["name"]: res["meta"] for res in results}}
     if args.raw:
         import pickle
