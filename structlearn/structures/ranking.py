@@ -134,7 +134,8 @@ class Birkhoff(Structure):
     number of labels at a wrong rank, ``k - <P', P>``
     (``cost_vector(P) = -P``), so calibrated decoding is a linear assignment
     on the projected marginals.  Projection sets: the Birkhoff polytope
-    (Euclidean by Dykstra's algorithm, KL by Sinkhorn), the row-stochastic
+    (Euclidean by a dual method: exact block-coordinate sweeps plus
+    semismooth Newton steps; KL by Sinkhorn with Newton steps), the row-stochastic
     superset (row-wise simplex projection / softmax) and the unit cube.
 
     PosLearn positions are the labels (``L_j = 1`` for any wrong rank): the
