@@ -102,7 +102,7 @@ def multilabel_rows(quick):
         "squared", "crf", "hinge", "poslearn", "projection"]
     for loss in losses:
         model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2),
-                              MultiLabelClassifier(loss=loss, alpha=1e-3, random_state=0))
+                              MultiLabelClassifier(loss=loss, alpha=1e-4, random_state=0))
         t = _timed_fit(model, texts_tr, Ytr)
         rows.append(("multilabel", "ewt-constructions", loss, "Hamming loss",
                      hamming_loss(Yte, model.predict(texts_te)), t))
