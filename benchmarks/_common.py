@@ -165,3 +165,36 @@ def machine_info():
     except ImportError:
         pass
     return info
+
+
+def warnings_section(title, note, summary, models, datasets, rows, alpha_key):
+    """Markdown lines: per (model, dataset) selected alpha, warning and error
+    counts, then the distinct other warnings and errors seen in ``rows``.
+
+    ``summary[dataset, model]`` holds ``alpha_key``, ``n_convergence_warnings``,
+    ``n_fits`` and ``n_errors``.
+    """
+    out = [f"## {title}", "", note, ""]
+    body = []
+    for m in models:
+        row = [m]
+        for d in datasets:
+            if (d, m) not in summary:
+                row.append("")
+                continue
+            r = summary[d, m]
+            a = r[alpha_key]
+            cell = f"{a if isinstance(a, str) else fmt_alpha(a)} " \
+                   f"(cw {r['n_convergence_warnings']}/{r['n_fits']})"
+            if r["n_errors"]:
+                cell += f" err {r['n_errors']}"
+            row.append(cell)
+        body.append(row)
+    out += [md_table(["model"] + list(datasets), body), ""]
+    others = sorted({r["other_warnings"] for r in rows if r["other_warnings"]})
+    errs = sorted({f"{r['model']}: {r['errors']}" for r in rows if r["errors"]})
+    if others:
+        out += ["Other warnings seen: " + "; ".join(others[:10]), ""]
+    if errs:
+        out += ["Errors seen: " + "; ".join(errs[:10]), ""]
+    return out

@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (ALPHAS, DATA_HOME, RESULTS, fmt_alpha, machine_info,  # noqa: E402
+from _common import (ALPHAS, DATA_HOME, RESULTS, fmt_alpha, machine_info, warnings_section,  # noqa: E402
                      md_table, select_and_refit, write_csv)
 
 import numpy as np  # noqa: E402
@@ -320,35 +320,11 @@ def report(rows, preds, datasets, models, meta, wall):
         out.append(md_table(hdr, body))
         out.append("")
     # ---- alphas and warnings
-    out.append("## Selected alpha and warnings")
-    out.append("")
-    out.append("Cell: selected alpha; `cw` = ConvergenceWarnings / fits (inner CV + refit); "
-               "`err` = failed fits.")
-    out.append("")
-    hdr = ["model"] + ds
-    body = []
-    for m in models:
-        row = [m]
-        for d in ds:
-            if (d, m) not in R:
-                row.append("")
-                continue
-            r = R[d, m]
-            cell = f"{fmt_alpha(r['best_alpha'])} (cw {r['n_convergence_warnings']}/{r['n_fits']})"
-            if r["n_errors"]:
-                cell += f" err {r['n_errors']}"
-            row.append(cell)
-        body.append(row)
-    out.append(md_table(hdr, body))
-    out.append("")
-    others = sorted({r["other_warnings"] for r in rows if r["other_warnings"]})
-    errs = sorted({f"{r['model']}: {r['errors']}" for r in rows if r["errors"]})
-    if others:
-        out.append("Other warnings seen: " + "; ".join(others[:10]))
-        out.append("")
-    if errs:
-        out.append("Errors seen: " + "; ".join(errs[:10]))
-        out.append("")
+    out += warnings_section(
+        "Selected alpha and warnings",
+        "Cell: selected alpha; `cw` = ConvergenceWarnings / fits (inner CV + refit); "
+        "`err` = failed fits.",
+        R, models, ds, rows, "best_alpha")
     return "\n".join(out)
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (ALPHAS, DATA_HOME, RESULTS, fmt_alpha, machine_info,  # noqa: E402
+                     warnings_section,
                      md_table, select_and_refit, write_csv)
 
 import numpy as np  # noqa: E402
@@ -368,35 +369,11 @@ def report(rows, datasets, models, meta, wall):
     out.append(md_table(hdr, body))
     out.append("")
     # ---- selected alphas and warnings
-    out.append("## Selected alpha (most frequent over partitions) and warnings")
-    out.append("")
-    out.append("Cell: most frequent selected alpha; `cw` = ConvergenceWarnings over all "
-               "fits (inner CV + refit) of that set, `err` = failed fits.")
-    out.append("")
-    hdr = ["model"] + ds
-    body = []
-    for m in models:
-        row = [m]
-        for d in ds:
-            if (d, m) not in S:
-                row.append("")
-                continue
-            s = S[d, m]
-            cell = f"{s['alpha_mode']} (cw {s['n_convergence_warnings']}/{s['n_fits']})"
-            if s["n_errors"]:
-                cell += f" err {s['n_errors']}"
-            row.append(cell)
-        body.append(row)
-    out.append(md_table(hdr, body))
-    out.append("")
-    others = sorted({r["other_warnings"] for r in rows if r["other_warnings"]})
-    errs = sorted({f"{r['model']}: {r['errors']}" for r in rows if r["errors"]})
-    if others:
-        out.append("Other warnings seen: " + "; ".join(others[:10]))
-        out.append("")
-    if errs:
-        out.append("Errors seen: " + "; ".join(errs[:10]))
-        out.append("")
+    out += warnings_section(
+        "Selected alpha (most frequent over partitions) and warnings",
+        "Cell: most frequent selected alpha; `cw` = ConvergenceWarnings over all "
+        "fits (inner CV + refit) of that set, `err` = failed fits.",
+        S, models, ds, rows, "alpha_mode")
     return "\n".join(out), S
 
 
