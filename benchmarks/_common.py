@@ -198,3 +198,28 @@ def warnings_section(title, note, summary, models, datasets, rows, alpha_key):
     if errs:
         out += ["Errors seen: " + "; ".join(errs[:10]), ""]
     return out
+
+
+def time_table(summary, models, datasets, key, ref=None):
+    """Markdown table of ``summary[dataset, model][key]`` (seconds) per model;
+    with ``ref``, each cell also gives the ratio to the reference model and a
+    last column the geometric-mean ratio."""
+    hdr = ["model"] + list(datasets) + (["geo-mean ratio"] if ref else [])
+    body = []
+    for m in models:
+        row, ratios = [m], []
+        for d in datasets:
+            if (d, m) not in summary:
+                row.append("")
+                continue
+            t = summary[d, m][key]
+            if ref and (d, ref) in summary:
+                r = t / max(summary[d, ref][key], 1e-9)
+                ratios.append(r)
+                row.append(f"{t:.3f} (×{r:.1f})")
+            else:
+                row.append(f"{t:.3f}")
+        if ref:
+            row.append(f"×{np.exp(np.mean(np.log(ratios))):.1f}" if ratios else "")
+        body.append(row)
+    return md_table(hdr, body)

@@ -38,7 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (ALPHAS, DATA_HOME, RESULTS, fmt_alpha, machine_info, warnings_section,  # noqa: E402
+from _common import (ALPHAS, DATA_HOME, RESULTS, fmt_alpha, machine_info, time_table,
+                     warnings_section,  # noqa: E402
                      md_table, select_and_refit, write_csv)
 
 import numpy as np  # noqa: E402
@@ -299,26 +300,8 @@ def report(rows, preds, datasets, models, meta, wall):
                         "(all fits)")]:
         out.append(title + ":")
         out.append("")
-        hdr = ["model"] + ds + (["geo-mean ratio"] if key != "tuning_time_total" else [])
-        body = []
-        for m in models:
-            row, ratios = [m], []
-            for d in ds:
-                if (d, m) not in R:
-                    row.append("")
-                    continue
-                t = R[d, m][key]
-                if key != "tuning_time_total" and (d, REF) in R:
-                    rr = t / max(R[d, REF][key], 1e-9)
-                    ratios.append(rr)
-                    row.append(f"{t:.3f} (×{rr:.1f})")
-                else:
-                    row.append(f"{t:.1f}")
-            if key != "tuning_time_total":
-                row.append(f"×{np.exp(np.mean(np.log(ratios))):.1f}" if ratios else "")
-            body.append(row)
-        out.append(md_table(hdr, body))
-        out.append("")
+        ref = None if key == "tuning_time_total" else REF
+        out += [time_table(R, models, ds, key, ref), ""]
     # ---- alphas and warnings
     out += warnings_section(
         "Selected alpha and warnings",

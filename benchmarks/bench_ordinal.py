@@ -39,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (ALPHAS, DATA_HOME, RESULTS, fmt_alpha, machine_info,  # noqa: E402
-                     warnings_section,
+                     time_table, warnings_section,
                      md_table, select_and_refit, write_csv)
 
 import numpy as np  # noqa: E402
@@ -328,46 +328,11 @@ def report(rows, datasets, models, meta, wall):
     out.append("Mean wall time (s) of the final refit at the selected alpha, and in "
                "brackets its ratio to mord LogisticAT's refit time on the same set.")
     out.append("")
-    hdr = ["model"] + ds + ["geo-mean ratio"]
-    body = []
-    for m in models:
-        row, ratios = [m], []
-        for d in ds:
-            if (d, m) not in S:
-                row.append("")
-                continue
-            t = S[d, m]["refit_time_mean"]
-            if (d, ref) in S:
-                r = t / max(S[d, ref]["refit_time_mean"], 1e-9)
-                ratios.append(r)
-                row.append(f"{t:.3f} (×{r:.1f})")
-            else:
-                row.append(f"{t:.3f}")
-        row.append(f"×{np.exp(np.mean(np.log(ratios))):.1f}" if ratios else "")
-        body.append(row)
-    out.append(md_table(hdr, body))
-    out.append("")
+    out += [time_table(S, models, ds, "refit_time_mean", ref), ""]
     out.append("Mean wall time (s) of one fit over the whole alpha grid (inner CV), "
                "and the ratio to LogisticAT's:")
     out.append("")
-    body = []
-    for m in models:
-        row, ratios = [m], []
-        for d in ds:
-            if (d, m) not in S:
-                row.append("")
-                continue
-            t = S[d, m]["grid_fit_time_mean"]
-            if (d, ref) in S:
-                r = t / max(S[d, ref]["grid_fit_time_mean"], 1e-9)
-                ratios.append(r)
-                row.append(f"{t:.3f} (×{r:.1f})")
-            else:
-                row.append(f"{t:.3f}")
-        row.append(f"×{np.exp(np.mean(np.log(ratios))):.1f}" if ratios else "")
-        body.append(row)
-    out.append(md_table(hdr, body))
-    out.append("")
+    out += [time_table(S, models, ds, "grid_fit_time_mean", ref), ""]
     # ---- selected alphas and warnings
     out += warnings_section(
         "Selected alpha (most frequent over partitions) and warnings",

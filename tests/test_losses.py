@@ -276,3 +276,18 @@ def test_batched_active_set_equals_projection_on_every_structure(sname):
                                        st._oracle_params(), 1000, 1e-12)
     np.testing.assert_allclose(mu_as, st.project(theta), atol=1e-7)
     np.testing.assert_allclose(st.sparsemap(theta), mu_as, atol=1e-7)
+
+
+def test_sgd_patience_rule_stops_early_only_when_the_objective_stalls():
+    from structlearn.solvers import sgd
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 5)
+    Y = (X @ rng.randn(5, 4) > 0).astype(int)
+    st = UnitCube(4)
+    args = (X, Y, st, Hinge("margin"), 0.1, np.zeros((4, 5)), np.zeros(4))
+    _, _, n_loose, _ = sgd(*args, max_iter=40, tol=1e-2, random_state=0)
+    assert n_loose < 40  # a stalled objective stops the run after 3 epochs
+    with pytest.warns(Warning, match="did not converge"):
+        _, _, n_strict, _ = sgd(*args, max_iter=8, tol=0.0, random_state=0)
+    assert n_strict == 8

@@ -1,0 +1,26 @@
+"""The README's first command: ``python -m structlearn.demo``."""
+
+import pytest
+
+from structlearn import demo
+
+
+def test_demo_quick_prints_a_comparison_table(capsys):
+    assert demo.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    for text in ["label ranking", "ordinal", "multilabel", "Kendall tau", "MAE",
+                 "Hamming loss", "projection", "crf", "fit time"]:
+        assert text in out
+    # every row of the table carries a finite metric value
+    rows = [line.split() for line in out.splitlines()
+            if line.startswith(("label ranking", "ordinal", "multilabel"))]
+    assert len(rows) >= 10
+    for r in rows:
+        float(r[-2])
+
+
+def test_demo_help_exits_cleanly(capsys):
+    with pytest.raises(SystemExit) as exc:
+        demo.main(["--help"])
+    assert exc.value.code == 0
+    assert "--quick" in capsys.readouterr().out
