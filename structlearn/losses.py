@@ -31,10 +31,6 @@ from sklearn.base import BaseEstimator
 from .structures.base import IntractableError
 
 
-def _dot(a, b):
-    return np.einsum("ij,ij->i", a, b)
-
-
 class Loss(BaseEstimator):
     """Base class.  ``smooth`` says whether L-BFGS may be used."""
 
@@ -67,7 +63,7 @@ class Perceptron(Loss):
     def value_and_grad(self, theta, y, structure):
         phi = structure.encode(y)
         phi_hat = structure.encode(structure.argmax(theta))
-        return _dot(theta, phi_hat - phi), phi_hat - phi
+        return structure.dot(theta, phi_hat - phi), phi_hat - phi
 
 
 class Hinge(Loss):
@@ -129,7 +125,7 @@ class Hinge(Loss):
         if self.scaling == "margin":
             aug = theta + structure.cost_vector(phi)
             phi_hat = structure.encode(structure.argmax(aug))
-            return _dot(aug, phi_hat - phi), phi_hat - phi
+            return structure.dot(aug, phi_hat - phi), phi_hat - phi
         if self.scaling == "slack":
             phi_hat = structure.slack_violator(theta, y)
         else:
@@ -139,34 +135,35 @@ class Hinge(Loss):
     @staticmethod
     def _slack_hinge(theta, phi, phi_hat, structure):
         c = structure.cost_vector(phi)
-        L = _dot(phi_hat - phi, c)
-        margin = 1.0 - _dot(theta, phi - phi_hat)
+        L = structure.dot(phi_hat - phi, c)
+        margin = 1.0 - structure.dot(theta, phi - phi_hat)
         active = (margin > 0) & (L > 0)
         value = np.where(active, L * margin, 0.0)
-        grad = np.where(active[:, None], L[:, None] * (phi_hat - phi), 0.0)
+        grad = structure.per_sample(np.where(active, L, 0.0)) * (phi_hat - phi)
         return value, grad
 
     def _approx_slack_violator(self, theta, y, phi, structure):
-        n = len(theta)
+        n = structure.n_samples(theta)
         c = structure.cost_vector(phi)
-        s_true = _dot(theta, phi)
+        s_true = structure.dot(theta, phi)
         L_max, L_eps = structure.cost_bounds()
 
         best_phi = phi.copy()
         best_g = np.zeros(n)
 
         def evaluate(lam):
-            cand = structure.encode(structure.second_best(theta + lam[:, None] * c, y))
-            s = _dot(theta, cand)
-            L = _dot(cand - phi, c)
+            cand = structure.encode(
+                structure.second_best(theta + structure.per_sample(lam) * c, y))
+            s = structure.dot(theta, cand)
+            L = structure.dot(cand - phi, c)
             g = L * (1.0 - s_true + s)
             better = g > best_g
-            best_phi[better] = cand[better]
+            best_phi[...] = np.where(structure.per_sample(better), cand, best_phi)
             best_g[better] = g[better]
             return s, L
 
-        lam_l = np.full(n, self.epsilon / L_max)
-        s_map = _dot(theta, structure.encode(structure.argmax(theta)))
+        lam_l = np.broadcast_to(self.epsilon / np.asarray(L_max, dtype=float), (n,)).copy()
+        s_map = structure.dot(theta, structure.encode(structure.argmax(theta)))
         evaluate(lam_l)
         xi = best_g.copy()
         lam_u = np.maximum((s_map - s_true + 1.0 - xi / L_max) / L_eps, lam_l)
@@ -207,16 +204,7 @@ class PosLearn(Loss):
     name = "poslearn"
 
     def value_and_grad(self, theta, y, structure):
-        phi = structure.encode(y)
-        costs, scores, phis = structure.poslearn_violators(theta, y)
-        s_true = _dot(theta, phi)
-        with np.errstate(invalid="ignore"):
-            margin = costs * (1.0 - s_true[:, None] + scores)
-        active = np.isfinite(margin) & (margin > 0)
-        value = np.where(active, margin, 0.0).sum(axis=1)
-        coef = np.where(active, costs, 0.0)
-        grad = np.einsum("nc,ncp->np", coef, phis) - coef.sum(axis=1)[:, None] * phi
-        return value, grad
+        return structure.poslearn_value_and_grad(theta, y)
 
 
 class CRF(Loss):
@@ -236,7 +224,7 @@ class CRF(Loss):
     def value_and_grad(self, theta, y, structure):
         phi = structure.encode(y)
         mu, logZ = structure.marginals_and_log_partition(theta)
-        return logZ - _dot(theta, phi), mu - phi
+        return logZ - structure.dot(theta, phi), mu - phi
 
     def mean(self, theta, structure):
         return structure.marginals(theta)
@@ -274,9 +262,8 @@ class SparseMAP(Loss):
         if self.margin:
             theta = theta + structure.cost_vector(phi)
         mu = structure.sparsemap(theta, self.max_iter, self.tol)
-        nu = structure.n_unary
-        value = (_dot(theta, mu - phi) - 0.5 * _dot(mu[:, :nu], mu[:, :nu])
-                 + 0.5 * _dot(phi[:, :nu], phi[:, :nu]))
+        value = (structure.dot(theta, mu - phi) - 0.5 * structure.unary_sq(mu)
+                 + 0.5 * structure.unary_sq(phi))
         return np.maximum(value, 0.0), mu - phi
 
     def mean(self, theta, structure):
@@ -318,9 +305,11 @@ class Projection(Loss):
         phi = structure.encode(y)
         mu = structure.project(theta, self.set, self.geometry)
         if self.geometry == "euclidean":
-            value = _dot(theta, mu - phi) - 0.5 * _dot(mu, mu) + 0.5 * _dot(phi, phi)
+            value = (structure.dot(theta, mu - phi) - 0.5 * structure.dot(mu, mu)
+                     + 0.5 * structure.dot(phi, phi))
         else:
-            value = _dot(theta, mu - phi) - _xlogx(mu) + _xlogx(phi)
+            value = (structure.dot(theta, mu - phi) - structure.sum_parts(_xlogx(mu))
+                     + structure.sum_parts(_xlogx(phi)))
         return np.maximum(value, 0.0), mu - phi
 
     def mean(self, theta, structure):
@@ -328,8 +317,9 @@ class Projection(Loss):
 
 
 def _xlogx(u):
+    """Elementwise ``u log u`` with ``0 log 0 = 0``."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(u > 0, u * np.log(np.where(u > 0, u, 1.0)), 0.0).sum(axis=1)
+        return np.where(u > 0, u * np.log(np.where(u > 0, u, 1.0)), 0.0)
 
 
 class Squared(Loss):
@@ -344,7 +334,7 @@ class Squared(Loss):
 
     def value_and_grad(self, theta, y, structure):
         diff = theta - structure.encode(y)
-        return 0.5 * _dot(diff, diff), diff
+        return 0.5 * structure.dot(diff, diff), diff
 
     def mean(self, theta, structure):
         return np.asarray(theta, dtype=np.float64)

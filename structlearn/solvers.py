@@ -1,8 +1,13 @@
-"""Solvers for ``min_W (1/n) sum_i loss(theta_i, y_i) + alpha/2 ||W||^2``.
+"""Solvers for ``min_z (1/n) sum_i loss(theta_i(z), y_i) + alpha/2 ||z_P||^2``.
 
-The linear model is ``theta_i = W x_i + b`` (``W``: (n_parts, n_features),
-intercept ``b`` unpenalised).  Solvers only see a loss through
-``value_and_grad`` and apply the chain rule ``G^T X``.
+A solver sees the training problem only through a *problem* object (see
+:class:`LinearProblem`): the parameter vector ``z``, which of its entries are
+penalised (``P``), and ``value_and_grad(z, idx)`` -- the per-sample loss
+values of the samples ``idx`` and the gradient of their **sum** with respect
+to ``z`` (the chain rule ``A^T dloss/dtheta`` is the problem's business).
+That keeps one implementation of each solver for every task: fixed-size
+outputs (:class:`LinearProblem`), chains and trees (their estimators define
+problems over flat ragged data).
 
 * :func:`lbfgs` for smooth losses (CRF, SparseMAP, projections, squared).
 * :func:`sgd`: stochastic subgradient descent with iterate averaging on the
@@ -30,18 +35,25 @@ def _take(y, idx):
     return y[idx]
 
 
+def n_workers(n_jobs, n_items):
+    """Number of threads worth using for ``n_items`` independent items."""
+    if n_jobs in (None, 1):
+        return 1
+    return max(1, min(effective_n_jobs(n_jobs), n_items // 2))
+
+
 def loss_value_and_grad(loss, theta, y, structure, n_jobs=None):
-    """Evaluate ``loss`` on a batch, split across threads when ``n_jobs != 1``.
+    """Evaluate ``loss`` on a batch of fixed-size rows, split across threads.
 
     The oracles are Numba kernels that release the GIL or vectorised NumPy,
     so threads (joblib's threading backend) parallelise them.
     """
     n = len(theta)
-    n_workers = effective_n_jobs(n_jobs) if n_jobs not in (None, 1) else 1
-    if n_workers == 1 or n < 2 * n_workers:
+    k = n_workers(n_jobs, n)
+    if k == 1:
         return loss.value_and_grad(theta, y, structure)
-    chunks = np.array_split(np.arange(n), n_workers)
-    res = Parallel(n_jobs=n_workers, prefer="threads")(
+    chunks = np.array_split(np.arange(n), k)
+    res = Parallel(n_jobs=k, prefer="threads")(
         delayed(loss.value_and_grad)(theta[c], _take(y, c), structure) for c in chunks)
     return np.concatenate([r[0] for r in res]), np.vstack([r[1] for r in res])
 
@@ -66,90 +78,143 @@ def _grad_W(G, X, tie=None):
     return np.asarray(g).T
 
 
-def objective(X, y, W, b, structure, loss, alpha, n_jobs=None, tie=None):
-    """Regularised empirical risk at ``(W, b)``."""
-    vals, _ = loss_value_and_grad(loss, _scores(X, W, b, tie), y, structure, n_jobs)
-    return float(vals.mean() + 0.5 * alpha * np.sum(W * W))
+class LinearProblem:
+    """Training problem of a fixed-size structure: ``theta_i = T W x_i + b``.
+
+    ``z = [W.ravel(), b]`` (``b`` only with ``fit_intercept``); ``W`` is
+    penalised, ``b`` is not.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix (n_samples, n_features)
+    y : targets in the structure's encoding
+    structure, loss : the output structure and the loss
+    n_weight_rows : int
+        Rows of ``W`` (``n_parts`` unless weights are tied).
+    fit_intercept : bool
+    tie : ndarray (n_parts, n_weight_rows) or None
+    n_jobs : int or None
+        Threads for the oracles on full passes.
+    """
+
+    def __init__(self, X, y, structure, loss, n_weight_rows, fit_intercept=True,
+                 tie=None, n_jobs=None):
+        self.X, self.y, self.structure, self.loss = X, y, structure, loss
+        self.tie, self.n_jobs, self.fit_intercept = tie, n_jobs, fit_intercept
+        self.n_samples, d = X.shape
+        self.shape_W = (n_weight_rows, d)
+        self.n_parts = structure.n_parts
+        n_w = n_weight_rows * d
+        self.n_params = n_w + (self.n_parts if fit_intercept else 0)
+        self.penalized = np.zeros(self.n_params, dtype=bool)
+        self.penalized[:n_w] = True
+
+    def pack(self, W, b):
+        z = np.asarray(W, dtype=np.float64).ravel()
+        return np.concatenate([z, b]) if self.fit_intercept else z.copy()
+
+    def unpack(self, z):
+        q, d = self.shape_W
+        W = z[:q * d].reshape(q, d)
+        b = z[q * d:] if self.fit_intercept else np.zeros(self.n_parts)
+        return W, b
+
+    def sq_norms(self):
+        """``||x_i||^2`` (+1 with an intercept), for SGD step sizes."""
+        if sp.issparse(self.X):
+            sq = np.asarray(self.X.multiply(self.X).sum(axis=1)).ravel()
+        else:
+            sq = np.einsum("ij,ij->i", self.X, self.X)
+        return sq + (1.0 if self.fit_intercept else 0.0)
+
+    def value_and_grad(self, z, idx=None):
+        """Loss values of samples ``idx`` (all if None) and the gradient of
+        their sum with respect to ``z``."""
+        W, b = self.unpack(z)
+        if idx is None:
+            X, y, n_jobs = self.X, self.y, self.n_jobs
+        else:
+            X, y, n_jobs = self.X[idx], self.y[idx], None
+        vals, G = loss_value_and_grad(self.loss, _scores(X, W, b, self.tie), y,
+                                      self.structure, n_jobs)
+        gW = _grad_W(G, X, self.tie)
+        g = self.pack(gW, G.sum(axis=0)) if self.fit_intercept else gW.ravel()
+        return vals, g
 
 
-def lbfgs(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=500,
-          tol=1e-6, n_jobs=None, verbose=0, tie=None):
+def objective(problem, z, alpha):
+    """Regularised empirical risk ``mean loss + alpha/2 ||z_P||^2``."""
+    vals, _ = problem.value_and_grad(z)
+    zp = z[problem.penalized]
+    return float(vals.mean() + 0.5 * alpha * zp @ zp)
+
+
+def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10):
     """L-BFGS on the regularised objective (smooth losses).
+
+    ``tol`` is the projected-gradient tolerance; the relative objective
+    tolerance is ``tol * 1e-3``.  ``history`` is the number of correction
+    pairs kept (memory ``2 * history * n_params`` floats).
 
     Returns
     -------
-    W, b, n_iter, objective_value
+    z, n_iter, objective_value
     """
-    n, d = X.shape
-    q, p = W0.shape[0], b0.shape[0]
+    n = problem.n_samples
+    pen = problem.penalized.astype(np.float64)
     t0 = time.perf_counter()
     calls = [0]
 
-    def unpack(z):
-        W = z[:q * d].reshape(q, d)
-        b = z[q * d:] if fit_intercept else np.zeros(p)
-        return W, b
-
     def fun(z):
-        W, b = unpack(z)
-        vals, G = loss_value_and_grad(loss, _scores(X, W, b, tie), y, structure, n_jobs)
-        f = vals.mean() + 0.5 * alpha * np.sum(W * W)
-        gW = _grad_W(G, X, tie) / n + alpha * W
-        g = gW.ravel()
-        if fit_intercept:
-            g = np.concatenate([g, G.mean(axis=0)])
+        vals, g = problem.value_and_grad(z)
+        zp = z * pen
+        f = vals.mean() + 0.5 * alpha * zp @ zp
+        g = g / n + alpha * zp
         calls[0] += 1
         if verbose > 1:
             print(f"[lbfgs] eval {calls[0]:4d}  objective {f:.6g}  "
                   f"({time.perf_counter() - t0:.1f}s)")
         return f, g
 
-    z0 = W0.ravel()
-    if fit_intercept:
-        z0 = np.concatenate([z0, b0])
     res = scipy.optimize.minimize(
-        fun, z0, jac=True, method="L-BFGS-B",
-        options={"maxiter": max_iter, "gtol": tol, "ftol": tol * 1e-3})
-    W, b = unpack(res.x)
+        fun, np.asarray(z0, dtype=np.float64), jac=True, method="L-BFGS-B",
+        options={"maxiter": max_iter, "gtol": tol, "ftol": tol * 1e-3,
+                 "maxcor": history})
     if verbose:
         print(f"[lbfgs] {res.nit} iterations, objective {res.fun:.6g}, "
               f"{time.perf_counter() - t0:.2f}s: {res.message}")
     if not res.success and res.nit >= max_iter:
         warnings.warn(f"L-BFGS did not converge in max_iter={max_iter} iterations; "
                       f"increase max_iter or tol.", ConvergenceWarning)
-    return W.copy(), b.copy(), int(res.nit), float(res.fun)
+    return np.array(res.x), int(res.nit), float(res.fun)
 
 
-def sgd(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=50,
-        tol=1e-4, batch_size=16, random_state=None, n_jobs=None, verbose=0,
-        perceptron=False, tie=None, patience=3):
+def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=None,
+        verbose=0, perceptron=False, patience=3):
     """Stochastic subgradient descent with iterate averaging.
 
     Minimises the same regularised objective as :func:`lbfgs` with steps
-    ``eta_t = eta_0 / (1 + alpha eta_0 t)`` (``eta_0 = 1 / mean ||x||^2``)
-    and returns the Polyak average of the iterates from the second epoch on.
-    With ``perceptron=True`` it is the averaged perceptron: unit steps, no
-    penalty, averaging over all updates.  Stops when the objective of the
-    averaged model has not improved on its best value by more than ``tol``
-    (relative) for ``patience`` consecutive epochs (perceptron: when an epoch
-    makes no update).
+    ``eta_t = eta_0 / (1 + alpha eta_0 t)`` (``eta_0 = 1 / mean ||x||^2``,
+    with ``||x||^2`` the problem's per-sample feature norm) and returns the
+    Polyak average of the iterates from the second epoch on.  With
+    ``perceptron=True`` it is the averaged perceptron: unit steps, no
+    penalty, averaging over all updates (mini-batches of ``batch_size``
+    examples: the update is the sum of their perceptron updates).  Stops when
+    the objective of the averaged model has not improved on its best value by
+    more than ``tol`` (relative) for ``patience`` consecutive epochs
+    (perceptron: when an epoch makes no update).
 
     Returns
     -------
-    W, b, n_epochs, objective_value
+    z, n_epochs, objective_value
     """
     rng = np.random.RandomState(random_state)
-    n, d = X.shape
-    W = W0.copy()
-    b = b0.copy()
-    if sp.issparse(X):
-        sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    else:
-        sq = np.einsum("ij,ij->i", X, X)
-    eta0 = 1.0 / (float(np.mean(sq)) + (1.0 if fit_intercept else 0.0) + 1e-12)
+    n = problem.n_samples
+    z = np.array(z0, dtype=np.float64)
+    pen = problem.penalized
+    eta0 = 1.0 / (float(np.mean(problem.sq_norms())) + 1e-12)
     reg = 0.0 if perceptron else alpha
-    W_avg = W.copy()
-    b_avg = b.copy()
+    z_avg = z.copy()
     n_avg = 0
     t = 0
     best = np.inf
@@ -161,29 +226,22 @@ def sgd(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=50,
         order = rng.permutation(n)
         n_updates = 0
         for start in range(0, n, batch_size):
-            idx = order[start:start + batch_size]
-            Xb = X[idx]
-            theta = _scores(Xb, W, b, tie)
-            vals, G = loss.value_and_grad(theta, y[idx], structure)
+            idx = np.sort(order[start:start + batch_size])
+            _, g = problem.value_and_grad(z, idx)
             if perceptron:
                 # a mistake is a wrong prediction, even at zero loss (ties)
-                if np.any(G != 0):
+                if np.any(g != 0):
                     n_updates += 1
-                    W -= _grad_W(G, Xb, tie)
-                    if fit_intercept:
-                        b -= G.sum(axis=0)
+                    z -= g
             else:
                 eta = eta0 / (1.0 + reg * eta0 * t)
-                gW = _grad_W(G, Xb, tie) / len(idx)
-                W *= 1.0 - eta * reg
-                W -= eta * gW
-                if fit_intercept:
-                    b -= eta * G.mean(axis=0)
+                if reg:
+                    z[pen] *= 1.0 - eta * reg
+                z -= (eta / len(idx)) * g
             t += 1
             if perceptron or epoch > 1 or max_iter == 1:
                 n_avg += 1
-                W_avg += (W - W_avg) / n_avg
-                b_avg += (b - b_avg) / n_avg
+                z_avg += (z - z_avg) / n_avg
         if perceptron:
             if verbose:
                 print(f"[perceptron] epoch {epoch}: {n_updates} updating batches "
@@ -193,7 +251,7 @@ def sgd(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=50,
             continue
         if epoch == 1 and max_iter > 1:
             continue
-        f = objective(X, y, W_avg, b_avg, structure, loss, reg, n_jobs, tie)
+        f = objective(problem, z_avg, reg)
         if verbose:
             print(f"[sgd] epoch {epoch}: objective {f:.6g} "
                   f"({time.perf_counter() - t0:.1f}s)")
@@ -211,17 +269,16 @@ def sgd(X, y, structure, loss, alpha, W0, b0, fit_intercept=True, max_iter=50,
             warnings.warn(f"SGD did not converge in max_iter={max_iter} epochs; "
                           f"increase max_iter or tol.", ConvergenceWarning)
     if perceptron:
-        f = objective(X, y, W_avg, b_avg, structure, loss, 0.0, n_jobs, tie)
-    return W_avg, b_avg, epoch, float(f)
+        f = objective(problem, z_avg, 0.0)
+    return z_avg, epoch, float(f)
 
 
-def cutting_plane(X, y, structure, loss, alpha, W0, b0, fit_intercept=True,
-                  max_iter=300, tol=1e-4, n_jobs=None, verbose=0, tie=None):
+def cutting_plane(problem, alpha, z0, max_iter=300, tol=1e-4, verbose=0):
     """Bundle (1-slack cutting-plane) method on the regularised objective.
 
-    ``J(z) = alpha/2 ||z||^2 + R(z)`` with ``R`` the mean loss, for
-    ``z = (W, b)``.  Each iteration evaluates ``R`` and a subgradient ``a_t``
-    on the whole training set (one batched oracle pass) and adds the plane
+    ``J(z) = alpha/2 ||z||^2 + R(z)`` with ``R`` the mean loss.  Each
+    iteration evaluates ``R`` and a subgradient ``a_t`` on the whole training
+    set (one batched oracle pass) and adds the plane
     ``R(z) >= <a_t, z> + c_t``; the next iterate minimises
     ``alpha/2 ||z||^2 + max_t (<a_t, z> + c_t)`` (Teo et al. 2010; the
     1-slack formulation of Joachims et al. 2009 for structural SVMs).  Its
@@ -230,27 +287,19 @@ def cutting_plane(X, y, structure, loss, alpha, W0, b0, fit_intercept=True,
     active-set solver.  Stops when the gap between the best objective seen
     and the model's lower bound is below ``tol`` (relative).
 
-    The intercept is penalised like the weights here (as in liblinear):
-    an unpenalised block would add an equality constraint to the dual.
+    Every parameter is penalised here, the intercept included (as in
+    liblinear): an unpenalised block would add an equality constraint to the
+    dual.
 
     Returns
     -------
-    W, b, n_iter, objective_value
+    z, n_iter, objective_value
     """
     if alpha <= 0:
         raise ValueError("solver='cutting-plane' needs alpha > 0.")
-    n, d = X.shape
-    q, p = W0.shape[0], b0.shape[0]
+    n = problem.n_samples
     t0 = time.perf_counter()
-
-    def unpack(z):
-        W = z[:q * d].reshape(q, d)
-        b = z[q * d:] if fit_intercept else np.zeros(p)
-        return W, b
-
-    z = W0.ravel().copy()
-    if fit_intercept:
-        z = np.concatenate([z, b0])
+    z = np.array(z0, dtype=np.float64)
     planes, offsets = [], []
     basis = []   # orthonormal basis of span(planes)
     coords = []  # coordinates of each plane in that basis (ragged rows)
@@ -258,12 +307,9 @@ def cutting_plane(X, y, structure, loss, alpha, W0, b0, fit_intercept=True,
     lower = -np.inf
     it = 0
     for it in range(1, max_iter + 1):
-        W, b = unpack(z)
-        vals, G = loss_value_and_grad(loss, _scores(X, W, b, tie), y, structure, n_jobs)
+        vals, g = problem.value_and_grad(z)
         R = float(vals.mean())
-        a = (_grad_W(G, X, tie) / n).ravel()
-        if fit_intercept:
-            a = np.concatenate([a, G.mean(axis=0)])
+        a = g / n
         J = 0.5 * alpha * float(z @ z) + R
         if J < best_J:
             best_J, best_z = J, z.copy()
@@ -314,5 +360,4 @@ def cutting_plane(X, y, structure, loss, alpha, W0, b0, fit_intercept=True,
         warnings.warn(f"cutting-plane did not reach the duality gap tol={tol} in "
                       f"max_iter={max_iter} iterations (gap {best_J - lower:.3g}); "
                       f"increase max_iter, alpha or tol.", ConvergenceWarning)
-    W, b = unpack(best_z)
-    return W.copy(), b.copy(), it, float(best_J)
+    return best_z.copy(), it, float(best_J)

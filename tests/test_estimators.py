@@ -395,7 +395,7 @@ def test_ordinal_shared_weights_is_a_parallel_threshold_model():
 
 def test_tied_weights_gradient_matches_finite_differences():
     from structlearn.losses import CRF
-    from structlearn.solvers import _grad_W, _scores, loss_value_and_grad, objective
+    from structlearn.solvers import LinearProblem, _grad_W, _scores, loss_value_and_grad, objective
     from structlearn.structures import OrderSimplex
 
     X, y = ordinal_data()
@@ -408,6 +408,7 @@ def test_tied_weights_gradient_matches_finite_differences():
     gW = _grad_W(G, X, tie) / len(X) + alpha * W
     D = rng.randn(*W.shape)
     h = 1e-6
-    fd = (objective(X, y, W + h * D, b, st, loss, alpha, tie=tie)
-          - objective(X, y, W - h * D, b, st, loss, alpha, tie=tie)) / (2 * h)
+    pb = LinearProblem(X, y, st, loss, 1, tie=tie)
+    fd = (objective(pb, pb.pack(W + h * D, b), alpha)
+          - objective(pb, pb.pack(W - h * D, b), alpha)) / (2 * h)
     assert np.isclose(fd, np.sum(gW * D), rtol=1e-5)

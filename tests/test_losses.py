@@ -227,18 +227,18 @@ def test_loss_objects_have_params_for_grid_search():
 
 # ------------------------------------------------------------------ solvers
 def test_cutting_plane_certifies_the_objective_and_beats_sgd():
-    from structlearn.solvers import cutting_plane, objective, sgd
+    from structlearn.solvers import LinearProblem, cutting_plane, objective, sgd
 
     rng = np.random.RandomState(0)
     X = rng.randn(200, 5)
     Y = (X @ rng.randn(5, 4) + rng.randn(200, 4) > 0).astype(int)
     st = UnitCube(4)
     for loss in [Hinge("margin"), Hinge("slack"), PosLearn()]:
-        W, b, it, J = cutting_plane(X, Y, st, loss, 0.05, np.zeros((4, 5)), np.zeros(4),
-                                    fit_intercept=False, max_iter=500, tol=1e-6)
-        assert np.isclose(J, objective(X, Y, W, b, st, loss, 0.05))
-        W2, b2, _, J2 = sgd(X, Y, st, loss, 0.05, np.zeros((4, 5)), np.zeros(4),
-                            fit_intercept=False, max_iter=30, tol=0, random_state=0)
+        pb = LinearProblem(X, Y, st, loss, 4, fit_intercept=False)
+        z, it, J = cutting_plane(pb, 0.05, np.zeros(pb.n_params), max_iter=500, tol=1e-6)
+        assert np.isclose(J, objective(pb, z, 0.05))
+        z2, _, J2 = sgd(pb, 0.05, np.zeros(pb.n_params), max_iter=30, tol=0,
+                        random_state=0)
         assert J <= J2 + 1e-9, loss
         assert J2 - J < 0.05 * J  # both minimise the same objective
 
@@ -279,15 +279,15 @@ def test_batched_active_set_equals_projection_on_every_structure(sname):
 
 
 def test_sgd_patience_rule_stops_early_only_when_the_objective_stalls():
-    from structlearn.solvers import sgd
+    from structlearn.solvers import LinearProblem, sgd
 
     rng = np.random.RandomState(0)
     X = rng.randn(200, 5)
     Y = (X @ rng.randn(5, 4) > 0).astype(int)
-    st = UnitCube(4)
-    args = (X, Y, st, Hinge("margin"), 0.1, np.zeros((4, 5)), np.zeros(4))
-    _, _, n_loose, _ = sgd(*args, max_iter=40, tol=1e-2, random_state=0)
+    pb = LinearProblem(X, Y, UnitCube(4), Hinge("margin"), 4)
+    args = (pb, 0.1, np.zeros(pb.n_params))
+    _, n_loose, _ = sgd(*args, max_iter=40, tol=1e-2, random_state=0)
     assert n_loose < 40  # a stalled objective stops the run after 3 epochs
     with pytest.warns(Warning, match="did not converge"):
-        _, _, n_strict, _ = sgd(*args, max_iter=8, tol=0.0, random_state=0)
+        _, n_strict, _ = sgd(*args, max_iter=8, tol=0.0, random_state=0)
     assert n_strict == 8

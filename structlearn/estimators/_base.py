@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..losses import Perceptron, get_loss
-from ..solvers import _scores, cutting_plane, lbfgs, sgd
+from ..solvers import LinearProblem, _scores, cutting_plane, lbfgs, sgd
 
 SOLVERS = ("auto", "lbfgs", "sgd", "cutting-plane")
 DECODINGS = ("map", "calibrated")
@@ -106,29 +106,16 @@ class StructuredLinearModel(BaseEstimator):
         warm = (self.warm_start and hasattr(self, "coef_")
                 and self.coef_.shape == (q, d) and self.intercept_.shape == (p,))
         X = self._validate_X(X, reset=True)
+        problem = LinearProblem(X, y_int, structure, loss, q, self.fit_intercept,
+                                tie=tie, n_jobs=self.n_jobs)
         if warm:
-            W0, b0 = self.coef_.copy(), self.intercept_.copy()
+            z0 = problem.pack(self.coef_, self.intercept_)
         else:
-            W0, b0 = np.zeros((q, d)), np.zeros(p)
-        tol = self.tol if self.tol is not None else DEFAULT_TOL[solver]
-        common = dict(fit_intercept=self.fit_intercept, tol=tol, n_jobs=self.n_jobs,
-                      verbose=self.verbose, tie=tie)
-        if solver == "lbfgs":
-            W, b, n_iter, obj = lbfgs(
-                X, y_int, structure, loss, float(self.alpha), W0, b0,
-                max_iter=500 if self.max_iter is None else self.max_iter, **common)
-        elif solver == "cutting-plane":
-            W, b, n_iter, obj = cutting_plane(
-                X, y_int, structure, loss, float(self.alpha), W0, b0,
-                max_iter=300 if self.max_iter is None else self.max_iter, **common)
-        else:
-            W, b, n_iter, obj = sgd(
-                X, y_int, structure, loss, float(self.alpha), W0, b0,
-                max_iter=50 if self.max_iter is None else self.max_iter,
-                random_state=self.random_state, perceptron=isinstance(loss, Perceptron),
-                **common)
-        self.coef_ = W
-        self.intercept_ = b if self.fit_intercept else np.zeros(p)
+            z0 = np.zeros(problem.n_params)
+        z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
+        W, b = problem.unpack(z)
+        self.coef_ = W.copy()
+        self.intercept_ = b.copy() if self.fit_intercept else np.zeros(p)
         self.weight_tying_ = tie
         self.loss_ = loss
         self.structure_ = structure
@@ -141,6 +128,21 @@ class StructuredLinearModel(BaseEstimator):
             print(f"[{type(self).__name__}] fit with loss={loss}, solver={solver} "
                   f"in {time.perf_counter() - t_start:.2f}s")
         return self
+
+    def _run_solver(self, solver, problem, z0, loss):
+        """Run the chosen solver on a training problem; ``(z, n_iter, objective)``."""
+        tol = self.tol if self.tol is not None else DEFAULT_TOL[solver]
+        alpha = float(self.alpha)
+        if solver == "lbfgs":
+            return lbfgs(problem, alpha, z0, tol=tol, verbose=self.verbose,
+                         max_iter=500 if self.max_iter is None else self.max_iter)
+        if solver == "cutting-plane":
+            return cutting_plane(problem, alpha, z0, tol=tol, verbose=self.verbose,
+                                 max_iter=300 if self.max_iter is None else self.max_iter)
+        return sgd(problem, alpha, z0, tol=tol, verbose=self.verbose,
+                   max_iter=50 if self.max_iter is None else self.max_iter,
+                   random_state=self.random_state,
+                   perceptron=isinstance(loss, Perceptron))
 
     # ---------------------------------------------------------------- predict
     def decision_function(self, X):

@@ -64,7 +64,33 @@ class Structure:
 
     def scores(self, theta, y):
         """``<theta_i, phi(y_i)>`` for each row."""
-        return np.einsum("ij,ij->i", theta, self.encode(y))
+        return self.dot(theta, self.encode(y))
+
+    # ------------------------------------------------- per-sample arithmetic
+    # Losses do their arithmetic on part vectors through these four methods,
+    # so a structure chooses its batch layout: fixed-size structures use
+    # (n, n_parts) arrays; ragged ones (chains, trees) one flat array of
+    # concatenated per-sample blocks.
+    def n_samples(self, theta):
+        """Number of samples in a batch of part vectors."""
+        return len(theta)
+
+    def sum_parts(self, a):
+        """Per-sample sums over parts, shape (n,)."""
+        return np.asarray(a).sum(axis=1)
+
+    def dot(self, a, b):
+        """Per-sample inner products ``<a_i, b_i>``."""
+        return np.einsum("ij,ij->i", a, b)
+
+    def per_sample(self, v):
+        """Broadcast per-sample values (n,) against a batch of part vectors."""
+        return np.asarray(v)[:, None]
+
+    def unary_sq(self, mu):
+        """Per-sample ``||mu_U||^2`` over the unary (penalised) parts."""
+        mu = np.asarray(mu)[:, :self.n_unary]
+        return np.einsum("ij,ij->i", mu, mu)
 
     # ---------------------------------------------------------------- cost
     def cost_vector(self, phi):
@@ -119,6 +145,23 @@ class Structure:
     def _runner_up(self, theta, best):
         """Second-best structures of rows whose MAP is ``best``."""
         raise NotImplementedError
+
+    def poslearn_value_and_grad(self, theta, y):
+        """PosLearn loss values and gradient (see :class:`~structlearn.losses.PosLearn`).
+
+        The default builds them from :meth:`poslearn_violators`; structures
+        with a fused kernel override it.
+        """
+        phi = self.encode(y)
+        costs, scores, phis = self.poslearn_violators(theta, y)
+        s_true = self.dot(theta, phi)
+        with np.errstate(invalid="ignore"):
+            margin = costs * (1.0 - s_true[:, None] + scores)
+        active = np.isfinite(margin) & (margin > 0)
+        value = np.where(active, margin, 0.0).sum(axis=1)
+        coef = np.where(active, costs, 0.0)
+        grad = np.einsum("nc,ncp->np", coef, phis) - coef.sum(axis=1)[:, None] * phi
+        return value, grad
 
     def poslearn_violators(self, theta, y):
         """Per-position most violating structures (Sarawagi & Gupta, Sec. 4).
