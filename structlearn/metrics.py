@@ -20,8 +20,15 @@ Label rankings are stored as **rank vectors**: ``Y[i, j]`` is the position
 of label ``j`` in the ranking of sample ``i`` (1 = most preferred), so each
 row is a permutation of ``1..k``.  This is the layout used by the label
 ranking benchmarks in :mod:`structlearn.datasets`.
+
+Sequence outputs (tagging, chunking, parsing) are **lists of sequences**: one
+sample is one sentence and its target is a list of labels (tags, or head
+indices with 1-based positions and 0 = root), so ``y[i][t]`` is the label of
+token ``t`` of sentence ``i``.  For these metrics ``sample_weight`` weights
+whole sentences.
 """
 
+import unicodedata
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,6 +38,11 @@ __all__ = [
     "spearman_rho",
     "mean_absolute_error",
     "hamming_loss",
+    "token_accuracy",
+    "chunk_f1",
+    "chunk_precision_recall_f1",
+    "flat_classification_report",
+    "uas",
 ]
 
 # Upper bound on the number of (row, label pair) entries materialised at once
@@ -463,3 +475,477 @@ def hamming_loss(Y_true, Y_pred, *, sample_weight=None):
     else:
         wrong = (Y_true != Y_pred).sum(axis=1)
     return _average(wrong / k, w)
+
+
+# ---------------------------------------------------------------------------
+# sequence labelling
+# ---------------------------------------------------------------------------
+def _as_sequence_list(y, name):
+    """Validate a list of label sequences; return a list of lists."""
+    if isinstance(y, (str, bytes)) or sp.issparse(y):
+        raise ValueError(
+            f"{name} must be a list of sequences (one list of labels per "
+            f"sentence); got {type(y).__name__}."
+        )
+    if isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype != object:
+        raise ValueError(
+            f"{name} must be a list of sequences (one list of labels per "
+            f"sentence); got a 1-D array of {y.dtype} labels. Wrap a single "
+            "sequence in a list: [labels]."
+        )
+    try:
+        seqs = list(y)
+    except TypeError:
+        raise ValueError(
+            f"{name} must be a list of sequences; got {type(y).__name__}."
+        ) from None
+    out = []
+    for i, seq in enumerate(seqs):
+        if isinstance(seq, (str, bytes)) or np.ndim(seq) == 0:
+            raise ValueError(
+                f"{name}[{i}] is {seq!r}, not a sequence of labels; {name} "
+                "must be a list of sequences (wrap a single sequence in a "
+                "list: [labels])."
+            )
+        if isinstance(seq, np.ndarray):
+            if seq.ndim != 1:
+                raise ValueError(
+                    f"{name}[{i}] must be 1-D; got shape {seq.shape}."
+                )
+            out.append(seq.tolist())
+        else:
+            out.append(list(seq))
+    return out
+
+
+def _check_sequence_pair(y_true, y_pred, names=("y_true", "y_pred")):
+    """Validate two aligned lists of sequences of equal lengths."""
+    a = _as_sequence_list(y_true, names[0])
+    b = _as_sequence_list(y_pred, names[1])
+    if len(a) != len(b):
+        raise ValueError(
+            f"{names[0]} has {len(a)} sequences but {names[1]} has {len(b)}."
+        )
+    if len(a) == 0:
+        raise ValueError(f"{names[0]} and {names[1]} are empty (0 sequences).")
+    for i, (s, t) in enumerate(zip(a, b)):
+        if len(s) != len(t):
+            raise ValueError(
+                f"sequence {i} has {len(s)} labels in {names[0]} but {len(t)} "
+                f"in {names[1]}."
+            )
+    return a, b
+
+
+def token_accuracy(y_true, y_pred, *, sample_weight=None):
+    """Fraction of correctly labelled tokens over all sequences.
+
+    Parameters
+    ----------
+    y_true : list of sequences
+        True label sequences, one per sample (sentence).
+    y_pred : list of sequences
+        Predicted label sequences; ``y_pred[i]`` must have the length of
+        ``y_true[i]``.
+    sample_weight : array-like of shape (n_sequences,), default=None
+        Weight of each sequence; every token of sequence ``i`` counts with
+        weight ``sample_weight[i]``.
+
+    Returns
+    -------
+    accuracy : float
+        ``sum_i w_i * correct_i / sum_i w_i * len_i`` in ``[0, 1]`` (a
+        micro average: long sentences weigh more).
+
+    Raises
+    ------
+    ValueError
+        If the inputs are not lists of sequences, have different numbers of
+        sequences, a pair of sequences differs in length (the message names
+        the sequence) or there is no token to score.
+
+    Examples
+    --------
+    >>> token_accuracy([["DT", "NN"], ["VB"]], [["DT", "VB"], ["VB"]])
+    0.6666666666666666
+    """
+    a, b = _check_sequence_pair(y_true, y_pred)
+    w = _check_sample_weight(sample_weight, len(a))
+    lengths = np.array([len(s) for s in a], dtype=np.float64)
+    correct = np.array([sum(p == q for p, q in zip(s, t)) for s, t in zip(a, b)],
+                       dtype=np.float64)
+    if w is None:
+        w = np.ones(len(a))
+    total = float(np.dot(w, lengths))
+    if total <= 0:
+        raise ValueError("No token to score: all sequences are empty (or have "
+                         "zero weight).")
+    return float(np.dot(w, correct)) / total
+
+
+_CHUNK_PREFIXES = {
+    "auto": frozenset("BIOES"),
+    "IOB1": frozenset("BIO"),
+    "IOB2": frozenset("BIO"),
+    "IOBES": frozenset("BIOES"),
+}
+
+
+def _split_tag(tag, name, i, t, allowed, scheme):
+    """``"B-NP"`` -> ``("B", "NP")``; ``"O"`` -> ``("O", "")``."""
+    if not isinstance(tag, str):
+        raise ValueError(
+            f"{name}[{i}][{t}] is {tag!r}; chunk tags must be strings such as "
+            "'B-NP', 'I-NP' or 'O'."
+        )
+    prefix, sep, ctype = tag.partition("-")
+    if prefix not in allowed or (prefix == "O" and sep):
+        raise ValueError(
+            f"{name}[{i}][{t}] = {tag!r} is not a valid {scheme} chunk tag "
+            f"(expected 'O' or one of {sorted(allowed - {'O'})} followed by "
+            "'-TYPE')."
+        )
+    return prefix, ctype
+
+
+def _chunk_ends(prev_prefix, prev_type, prefix, ctype):
+    """Whether a chunk ends between the previous token and this one."""
+    if prev_prefix in ("E", "S"):
+        return True
+    if prev_prefix in ("B", "I") and prefix in ("B", "S", "O"):
+        return True
+    return prev_prefix != "O" and prev_type != ctype
+
+
+def _chunk_starts(prev_prefix, prev_type, prefix, ctype):
+    """Whether a chunk starts at this token."""
+    if prefix in ("B", "S"):
+        return True
+    if prefix in ("I", "E") and prev_prefix in ("O", "E", "S"):
+        return True
+    return prefix != "O" and prev_type != ctype
+
+
+def _extract_chunks(seq, name, i, allowed, scheme):
+    """Set of ``(start, end, type)`` chunks of one tag sequence (conlleval)."""
+    chunks = []
+    prev_prefix, prev_type = "O", ""
+    start = None
+    for t, tag in enumerate(list(seq) + [None]):
+        if tag is None:  # sentence boundary: behaves like an "O"
+            prefix, ctype = "O", ""
+        else:
+            prefix, ctype = _split_tag(tag, name, i, t, allowed, scheme)
+        if start is not None and _chunk_ends(prev_prefix, prev_type, prefix, ctype):
+            chunks.append((start, t - 1, prev_type))
+            start = None
+        if _chunk_starts(prev_prefix, prev_type, prefix, ctype):
+            start = t
+        prev_prefix, prev_type = prefix, ctype
+    return chunks
+
+
+def _check_scheme(scheme):
+    if scheme not in _CHUNK_PREFIXES:
+        raise ValueError(
+            f"scheme must be one of {sorted(_CHUNK_PREFIXES)}; got {scheme!r}."
+        )
+
+
+def _prf(n_correct, n_pred, n_true):
+    precision = n_correct / n_pred if n_pred > 0 else 0.0
+    recall = n_correct / n_true if n_true > 0 else 0.0
+    f1 = (2 * precision * recall / (precision + recall)
+          if precision + recall > 0 else 0.0)
+    return {"precision": float(precision), "recall": float(recall),
+            "f1": float(f1), "n_true": n_true, "n_pred": n_pred,
+            "n_correct": n_correct}
+
+
+def chunk_precision_recall_f1(y_true, y_pred, *, scheme="auto",
+                              sample_weight=None):
+    """Chunk (span) precision, recall and F1, overall and per chunk type.
+
+    Chunks are decoded from the tag sequences with the rules of the CoNLL
+    ``conlleval`` script, so IOB1, IOB2 and (with the usual IOBES extension)
+    IOBES tags are all handled.  With ``(p, P)`` the previous and current
+    prefixes and ``(s, S)`` their chunk types (``""`` for ``O`` and at the
+    sentence boundaries, which behave like ``O``):
+
+    - a chunk **ends** before the current token if ``p`` is ``E`` or ``S``;
+      or ``p`` is ``B``/``I`` and ``P`` is ``B``, ``S`` or ``O``; or
+      ``p`` is not ``O`` and the type changes (``s != S``);
+    - a chunk **starts** at the current token if ``P`` is ``B`` or ``S``
+      (``B-`` always starts a chunk); or ``P`` is ``I``/``E`` and ``p`` is
+      ``O``, ``E`` or ``S`` (so an ``I-`` without a preceding ``B-`` starts
+      one); or ``P`` is not ``O`` and the type changes.
+
+    A predicted chunk is correct when a true chunk has the same first token,
+    last token and type.  On B/I/O and I/E/O tags this is exactly
+    ``conlleval``; the ``S``/``E`` rules follow its IOBES-aware variants.
+
+    Parameters
+    ----------
+    y_true : list of sequences of str
+        True chunk tags (``"B-NP"``, ``"I-NP"``, ``"O"``, ...), one sequence
+        per sentence.  A tag is a prefix (``B``, ``I``, ``O``, ``E``, ``S``),
+        optionally followed by ``-`` and the chunk type.
+    y_pred : list of sequences of str
+        Predicted chunk tags, aligned with ``y_true``.
+    scheme : {"auto", "IOB1", "IOB2", "IOBES"}, default="auto"
+        Tagging scheme; only restricts the accepted prefixes (``B I O`` for
+        IOB1/IOB2, ``B I O E S`` for IOBES and auto), as the decoding rules
+        above handle all of them.
+    sample_weight : array-like of shape (n_sequences,), default=None
+        Weight of each sentence; chunk counts are weighted sums.
+
+    Returns
+    -------
+    overall : dict
+        ``precision``, ``recall``, ``f1`` (floats in ``[0, 1]``; 0 when
+        undefined, as in conlleval), ``n_true``, ``n_pred``, ``n_correct``
+        (numbers of true, predicted and correct chunks).
+    per_type : dict
+        ``{chunk type: dict with the same keys}`` for every type occurring
+        in ``y_true`` or ``y_pred``, sorted by type.
+
+    Raises
+    ------
+    ValueError
+        If the inputs are not aligned lists of sequences (naming the
+        sequence), a tag is invalid for ``scheme`` (naming the sequence and
+        position) or ``scheme`` is unknown.
+
+    See Also
+    --------
+    chunk_f1 : The overall F1 alone, for use as a scorer.
+
+    Examples
+    --------
+    >>> overall, per_type = chunk_precision_recall_f1(
+    ...     [["B-NP", "I-NP", "O", "B-VP"]], [["B-NP", "I-NP", "O", "B-NP"]])
+    >>> overall["precision"], overall["recall"], per_type["NP"]["f1"]
+    (0.5, 0.5, 0.6666666666666666)
+    """
+    _check_scheme(scheme)
+    a, b = _check_sequence_pair(y_true, y_pred)
+    w = _check_sample_weight(sample_weight, len(a))
+    allowed = _CHUNK_PREFIXES[scheme]
+    counts = {}  # type -> [correct, pred, true]
+    for i, (s, t) in enumerate(zip(a, b)):
+        wi = 1 if w is None else float(w[i])
+        true_chunks = _extract_chunks(s, "y_true", i, allowed, scheme)
+        pred_chunks = _extract_chunks(t, "y_pred", i, allowed, scheme)
+        true_set = set(true_chunks)
+        for c in true_chunks:
+            counts.setdefault(c[2], [0, 0, 0])[2] += wi
+        for c in pred_chunks:
+            row = counts.setdefault(c[2], [0, 0, 0])
+            row[1] += wi
+            if c in true_set:
+                row[0] += wi
+    per_type = {k: _prf(*counts[k]) for k in sorted(counts)}
+    totals = [sum(v[j] for v in counts.values()) for j in range(3)]
+    return _prf(*totals), per_type
+
+
+def chunk_f1(y_true, y_pred, *, scheme="auto", average="micro",
+             sample_weight=None):
+    """Chunk (span) F1 score with the CoNLL ``conlleval`` chunk definition.
+
+    The standard metric of the CoNLL-2000 chunking and CoNLL-2003 NER tasks:
+    the harmonic mean of the precision and recall of the predicted chunks,
+    a chunk counting as correct only if its first token, last token and
+    type all match a true chunk.  See :func:`chunk_precision_recall_f1` for
+    the decoding rules of IOB1 / IOB2 / IOBES tags.
+
+    Parameters
+    ----------
+    y_true : list of sequences of str
+        True chunk tags, one sequence per sentence (e.g. ``["B-NP", "I-NP",
+        "O"]``).
+    y_pred : list of sequences of str
+        Predicted chunk tags, aligned with ``y_true``.
+    scheme : {"auto", "IOB1", "IOB2", "IOBES"}, default="auto"
+        Tagging scheme (restricts the accepted prefixes).
+    average : {"micro", "macro"}, default="micro"
+        ``"micro"``: F1 of the pooled chunk counts (conlleval's overall
+        score).  ``"macro"``: unweighted mean of the per-type F1 over the
+        types occurring in ``y_true`` or ``y_pred``.
+    sample_weight : array-like of shape (n_sequences,), default=None
+        Weight of each sentence.
+
+    Returns
+    -------
+    f1 : float
+        In ``[0, 1]`` (conlleval reports it multiplied by 100).  As in
+        conlleval, it is 0 when there is no true and no predicted chunk.
+
+    Raises
+    ------
+    ValueError
+        As :func:`chunk_precision_recall_f1`, or for an unknown ``average``.
+
+    Examples
+    --------
+    >>> chunk_f1([["B-NP", "I-NP", "O"]], [["B-NP", "I-NP", "O"]])
+    1.0
+    >>> chunk_f1([["B-NP", "I-NP", "O"]], [["B-NP", "B-NP", "O"]])
+    0.0
+    """
+    if average not in ("micro", "macro"):
+        raise ValueError(
+            f"average must be 'micro' or 'macro'; got {average!r}."
+        )
+    overall, per_type = chunk_precision_recall_f1(
+        y_true, y_pred, scheme=scheme, sample_weight=sample_weight)
+    if average == "micro":
+        return overall["f1"]
+    if not per_type:
+        return 0.0
+    return float(np.mean([v["f1"] for v in per_type.values()]))
+
+
+def flat_classification_report(y_true, y_pred, labels=None, digits=2,
+                               **kwargs):
+    """Per-label precision/recall/F1 report over all tokens of all sequences.
+
+    Flattens the sequences and calls
+    :func:`sklearn.metrics.classification_report`.
+
+    Parameters
+    ----------
+    y_true : list of sequences
+        True label sequences.
+    y_pred : list of sequences
+        Predicted label sequences, aligned with ``y_true``.
+    labels : array-like, default=None
+        Labels to include in the report (e.g. all tags except ``"O"``).
+    digits : int, default=2
+        Number of digits of the formatted floats.
+    **kwargs
+        Passed to :func:`sklearn.metrics.classification_report`
+        (``target_names``, ``output_dict``, ``zero_division``, ...).  A
+        ``sample_weight`` given per sequence is expanded to its tokens.
+
+    Returns
+    -------
+    report : str or dict
+        As returned by :func:`~sklearn.metrics.classification_report`.
+
+    Raises
+    ------
+    ValueError
+        If the inputs are not aligned lists of sequences (naming the
+        sequence).
+    """
+    from sklearn.metrics import classification_report
+
+    a, b = _check_sequence_pair(y_true, y_pred)
+    flat_true = [v for s in a for v in s]
+    flat_pred = [v for s in b for v in s]
+    if kwargs.get("sample_weight") is not None:
+        w = _check_sample_weight(kwargs["sample_weight"], len(a))
+        kwargs["sample_weight"] = np.repeat(w, [len(s) for s in a])
+    return classification_report(flat_true, flat_pred, labels=labels,
+                                 digits=digits, **kwargs)
+
+
+def _is_punct(token):
+    """UPOS ``PUNCT``, or a word made only of Unicode punctuation."""
+    if not isinstance(token, str) or not token:
+        return False
+    if token == "PUNCT":
+        return True
+    return all(unicodedata.category(ch).startswith("P") for ch in token)
+
+
+def _check_heads(seq, name, i):
+    heads = []
+    n = len(seq)
+    for t, h in enumerate(seq):
+        if isinstance(h, (bool, np.bool_)) or not isinstance(
+                h, (int, np.integer, float, np.floating)) or h != int(h):
+            raise ValueError(
+                f"{name}[{i}][{t}] = {h!r} is not an integer head index."
+            )
+        h = int(h)
+        if not 0 <= h <= n:
+            raise ValueError(
+                f"{name}[{i}][{t}] = {h} is outside 0..{n} (heads are 1-based "
+                f"token positions, 0 = root; sequence {i} has {n} tokens)."
+            )
+        heads.append(h)
+    return heads
+
+
+def uas(y_true_heads, y_pred_heads, words_or_upos=None, exclude_punct=False,
+        *, sample_weight=None):
+    """Unlabeled attachment score of dependency trees.
+
+    The fraction of tokens whose predicted head is their true head.
+
+    Parameters
+    ----------
+    y_true_heads : list of sequences of int
+        True heads, one sequence per sentence: ``y_true_heads[i][t]`` is
+        the 1-based position of the head of token ``t + 1`` (0 = root), as
+        in CoNLL-U.
+    y_pred_heads : list of sequences of int
+        Predicted heads, aligned with ``y_true_heads``.
+    words_or_upos : list of sequences of str, default=None
+        The UPOS tags (or the words) of the tokens, aligned with the heads;
+        only used when ``exclude_punct`` is True.
+    exclude_punct : bool, default=False
+        Leave out punctuation tokens: tokens whose UPOS is ``"PUNCT"``, or,
+        when words are given, words made only of Unicode punctuation
+        characters.  The standard UD protocol includes punctuation.
+    sample_weight : array-like of shape (n_sequences,), default=None
+        Weight of each sentence (each scored token counts with the weight
+        of its sentence).
+
+    Returns
+    -------
+    uas : float
+        In ``[0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        If the inputs are not aligned lists of sequences (naming the
+        sequence), a head is not an integer in ``0..len(sentence)`` (naming
+        the sequence and position), ``exclude_punct`` is True without
+        ``words_or_upos``, or no token is left to score.
+
+    Examples
+    --------
+    >>> uas([[2, 0, 2]], [[2, 0, 1]])
+    0.6666666666666666
+    >>> uas([[2, 0, 2]], [[2, 0, 1]], [["PRON", "VERB", "PUNCT"]],
+    ...     exclude_punct=True)
+    1.0
+    """
+    a, b = _check_sequence_pair(y_true_heads, y_pred_heads,
+                                ("y_true_heads", "y_pred_heads"))
+    w = _check_sample_weight(sample_weight, len(a))
+    if exclude_punct:
+        if words_or_upos is None:
+            raise ValueError(
+                "exclude_punct=True needs words_or_upos (the UPOS tags or "
+                "words of the tokens)."
+            )
+        tags, _ = _check_sequence_pair(words_or_upos, a,
+                                       ("words_or_upos", "y_true_heads"))
+    correct = total = 0.0
+    for i, (s, t) in enumerate(zip(a, b)):
+        hs = _check_heads(s, "y_true_heads", i)
+        hp = _check_heads(t, "y_pred_heads", i)
+        keep = ([not _is_punct(x) for x in tags[i]] if exclude_punct
+                else [True] * len(hs))
+        wi = 1.0 if w is None else float(w[i])
+        correct += wi * sum(k and p == q for k, p, q in zip(keep, hs, hp))
+        total += wi * sum(keep)
+    if total <= 0:
+        raise ValueError("No token to score (all sequences are empty, all "
+                         "tokens are punctuation or have zero weight).")
+    return correct / total

@@ -149,12 +149,16 @@ def objective(problem, z, alpha):
     return float(vals.mean() + 0.5 * alpha * zp @ zp)
 
 
-def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10):
+def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, period=None):
     """L-BFGS on the regularised objective (smooth losses).
 
-    ``tol`` is the projected-gradient tolerance; the relative objective
-    tolerance is ``tol * 1e-3``.  ``history`` is the number of correction
-    pairs kept (memory ``2 * history * n_params`` floats).
+    With ``period=None``, ``tol`` is the projected-gradient tolerance and the
+    relative objective tolerance is ``tol * 1e-3``.  With an integer
+    ``period``, the run stops when the objective decreased by less than
+    ``tol`` (relative) over the last ``period`` iterations -- CRFsuite's
+    ``delta``/``period`` rule, suited to large sparse models whose gradient
+    norm decreases slowly.  ``history`` is the number of correction pairs
+    kept (memory ``2 * history * n_params`` floats).
 
     Returns
     -------
@@ -176,14 +180,32 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10):
                   f"({time.perf_counter() - t0:.1f}s)")
         return f, g
 
+    trace = []
+
+    def callback(intermediate_result):
+        f = float(intermediate_result.fun)
+        trace.append(f)
+        if verbose == 1:
+            print(f"[lbfgs] iteration {len(trace):4d}  objective {f:.6g}  "
+                  f"({time.perf_counter() - t0:.1f}s)")
+        if period is not None and len(trace) > period and \
+                trace[-period - 1] - f <= tol * max(abs(f), 1e-12):
+            raise StopIteration
+
+    options = {"maxiter": max_iter, "maxcor": history}
+    if period is None:
+        options.update(gtol=tol, ftol=tol * 1e-3)
+    else:
+        options.update(gtol=0.0, ftol=0.0)
     res = scipy.optimize.minimize(
         fun, np.asarray(z0, dtype=np.float64), jac=True, method="L-BFGS-B",
-        options={"maxiter": max_iter, "gtol": tol, "ftol": tol * 1e-3,
-                 "maxcor": history})
+        options=options, callback=callback)
+    converged = res.success or res.status == 99  # 99: stopped by the period rule
     if verbose:
+        msg = "period rule" if res.status == 99 else res.message
         print(f"[lbfgs] {res.nit} iterations, objective {res.fun:.6g}, "
-              f"{time.perf_counter() - t0:.2f}s: {res.message}")
-    if not res.success and res.nit >= max_iter:
+              f"{time.perf_counter() - t0:.2f}s: {msg}")
+    if not converged and res.nit >= max_iter:
         warnings.warn(f"L-BFGS did not converge in max_iter={max_iter} iterations; "
                       f"increase max_iter or tol.", ConvergenceWarning)
     return np.array(res.x), int(res.nit), float(res.fun)

@@ -20,20 +20,29 @@ from sklearn.utils import Bunch
 import structlearn.datasets as ds
 from structlearn.datasets import (
     ChecksumError,
+    ConlluSentence,
     fetch_chu_ghahramani,
+    fetch_conll2000,
     fetch_label_ranking,
     fetch_mulan,
+    fetch_ud_treebank,
     get_data_home,
     list_chu_ghahramani_datasets,
     list_label_ranking_datasets,
     list_mulan_datasets,
+    load_ewt,
     load_ewt_constructions,
+    load_ewt_pos,
     load_label_ranking,
     load_wine_quality,
+    pos_token_features,
     read_arff_multilabel,
     read_chu_ghahramani,
+    read_conll_columns,
+    read_conllu,
     read_label_ranking_csv,
     read_wine_quality,
+    write_conllu,
 )
 from structlearn.datasets import _base, _ewt, _fetchers
 from structlearn.datasets._checksums import CHECKSUMS
@@ -595,3 +604,444 @@ def test_bundled_ewt_constructions_are_reproducible(tmp_path):
         _ewt.write_constructions_tsv(out, ids, texts, Y)
         bundled = _base.DATA_DIR / f"ewt_constructions_{subset}.tsv.gz"
         assert out.read_bytes() == bundled.read_bytes()
+
+
+# ---------------------------------------------------------------------------
+# CoNLL column files and CoNLL-U (readers, writer)
+# ---------------------------------------------------------------------------
+
+CONLL_COLUMNS = """-DOCSTART- -X- O
+
+Confidence NN B-NP
+in IN B-PP
+the DT B-NP
+
+pound NN I-NP
+is VBZ B-VP
+
+
+-DOCSTART- -X- O
+Last JJ B-NP
+"""
+
+
+def test_read_conll_columns_tuples_and_dicts(tmp_path):
+    sents = read_conll_columns(io.StringIO(CONLL_COLUMNS))
+    assert sents == [
+        [("Confidence", "NN", "B-NP"), ("in", "IN", "B-PP"), ("the", "DT", "B-NP")],
+        [("pound", "NN", "I-NP"), ("is", "VBZ", "B-VP")],
+        [("Last", "JJ", "B-NP")],
+    ]
+    dicts = read_conll_columns(io.StringIO(CONLL_COLUMNS), columns=["word", "pos", "chunk"])
+    assert dicts[1][1] == {"word": "is", "pos": "VBZ", "chunk": "B-VP"}
+    # tabs / several spaces, CRLF line ends, no final blank line, .gz paths
+    p = tmp_path / "x.txt.gz"
+    with gzip.open(p, "wt", encoding="utf-8", newline="") as fh:
+        fh.write("a\tDT  B-NP\r\nb NN I-NP\r\n\r\nc . O")
+    assert read_conll_columns(p) == [[("a", "DT", "B-NP"), ("b", "NN", "I-NP")],
+                                     [("c", ".", "O")]]
+    assert read_conll_columns(io.StringIO("")) == []
+    assert read_conll_columns(io.StringIO("\n\n-DOCSTART- O\n\n")) == []
+
+
+def test_read_conll_columns_errors():
+    with pytest.raises(ValueError, match=r":4: line has 2 columns, expected 3 \(as in line 3\)"):
+        read_conll_columns(io.StringIO("-DOCSTART- -X- O\n\na b c\nd e\n"))
+    with pytest.raises(ValueError, match=r":1: line has 3 columns, expected 2.*columns="):
+        read_conll_columns(io.StringIO("a b c\n"), columns=["word", "tag"])
+    with pytest.raises(ValueError, match="distinct"):
+        read_conll_columns(io.StringIO("a b\n"), columns=["w", "w"])
+    with pytest.raises(ValueError, match="not the string"):
+        read_conll_columns(io.StringIO("a b\n"), columns="wt")
+
+
+CONLLU = (
+    "# newdoc id = d1\n"
+    "# sent_id = s1\n"
+    "# text = I can't go.\n"
+    "1\tI\tI\tPRON\tPRP\tCase=Nom|Number=Sing|Person=1|PronType=Prs\t4\tnsubj\t4:nsubj\t_\n"
+    "2-3\tcan't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "2\tca\tcan\tAUX\tMD\tVerbForm=Fin\t4\taux\t4:aux\t_\n"
+    "3\tn't\tnot\tPART\tRB\t_\t4\tadvmod\t4:advmod\t_\n"
+    "4\tgo\tgo\tVERB\tVB\tVerbForm=Inf\t0\troot\t0:root\tSpaceAfter=No\n"
+    "4.1\tgo\tgo\tVERB\tVB\t_\t_\t_\t1:nsubj\tCopyOf=4\n"
+    "5\t.\t.\tPUNCT\t.\t_\t4\tpunct\t4:punct\t_\n"
+    "\n"
+    "# sent_id = s2\n"
+    "1\t_\t_\tPUNCT\tNFP\t_\t2\tpunct\t2:punct\t_\n"
+    "2\tRice@ENRON\t_\tX\tGW\t_\t_\t_\t_\tFlag|Note=\n"
+    "\n"
+)
+
+
+def test_read_conllu_structure():
+    s1, s2 = read_conllu(io.StringIO(CONLLU))
+    assert isinstance(s1, ConlluSentence) and len(s1) == 5
+    assert s1.comments == ["# newdoc id = d1", "# sent_id = s1", "# text = I can't go."]
+    assert s1.sent_id == "s1" and s1.text == "I can't go."
+    assert s1.metadata == {"newdoc id": "d1", "sent_id": "s1", "text": "I can't go."}
+    assert s1.forms == ["I", "ca", "n't", "go", "."]
+    assert s1.heads == [4, 4, 4, 0, 4] and s1.upos[-1] == "PUNCT"
+    assert s1.deprels[3] == "root"
+    assert s1.tokens[0] == {
+        "id": 1, "form": "I", "lemma": "I", "upos": "PRON", "xpos": "PRP",
+        "feats": {"Case": "Nom", "Number": "Sing", "Person": "1", "PronType": "Prs"},
+        "head": 4, "deprel": "nsubj", "deps": "4:nsubj", "misc": None}
+    assert s1.tokens[3]["misc"] == {"SpaceAfter": "No"} and s1.tokens[4]["feats"] is None
+    assert [t["id"] for t in s1.tokens] == [1, 2, 3, 4, 5]
+    assert [m["id"] for m in s1.multiword_tokens] == ["2-3"]
+    assert s1.multiword_tokens[0]["form"] == "can't"
+    assert s1.multiword_tokens[0]["lemma"] is None and s1.multiword_tokens[0]["head"] is None
+    assert [e["id"] for e in s1.empty_nodes] == ["4.1"]
+    assert s1.empty_nodes[0]["deps"] == "1:nsubj"
+    # '_' is missing, except the underscore word itself
+    assert s2.tokens[0]["form"] == "_" and s2.tokens[0]["lemma"] == "_"
+    assert s2.tokens[1]["lemma"] is None and s2.tokens[1]["head"] is None
+    assert s2.tokens[1]["deprel"] is None and s2.tokens[1]["deps"] is None
+    assert s2.tokens[1]["misc"] == {"Flag": None, "Note": ""}
+    assert s2.text is None and "s2" in repr(s2)
+
+
+def test_conllu_round_trip_inline(tmp_path):
+    sents = read_conllu(io.StringIO(CONLLU))
+    out = io.StringIO()
+    write_conllu(sents, out)
+    assert out.getvalue() == CONLLU
+    # paths, .gz (reproducible bytes), and reading them back
+    write_conllu(sents, tmp_path / "a.conllu")
+    assert (tmp_path / "a.conllu").read_bytes() == CONLLU.encode()
+    write_conllu(sents, tmp_path / "a.conllu.gz")
+    first = (tmp_path / "a.conllu.gz").read_bytes()
+    write_conllu(read_conllu(tmp_path / "a.conllu.gz"), tmp_path / "a.conllu.gz")
+    assert (tmp_path / "a.conllu.gz").read_bytes() == first
+    assert read_conllu(tmp_path / "a.conllu.gz") == sents
+    # a file without the final blank line is read the same
+    assert read_conllu(io.StringIO(CONLLU.rstrip("\n"))) == sents
+
+
+def test_write_conllu_from_dicts_and_errors():
+    sent = {"tokens": [{"id": 1, "form": "Hi", "upos": "INTJ", "head": 0,
+                        "deprel": "root"},
+                       {"id": 2, "form": "!", "upos": "PUNCT", "head": np.int64(1),
+                        "deprel": "punct", "misc": {}}],
+            "comments": ["# text = Hi!"]}
+    out = io.StringIO()
+    write_conllu([sent], out)
+    assert out.getvalue() == ("# text = Hi!\n1\tHi\t_\tINTJ\t_\t_\t0\troot\t_\t_\n"
+                              "2\t!\t_\tPUNCT\t_\t_\t1\tpunct\t_\t_\n\n")
+    bad_id = {"tokens": [{"id": 2, "form": "x"}]}
+    with pytest.raises(ValueError, match=r"sentences\[0\]: token 0 has id 2"):
+        write_conllu([bad_id], io.StringIO())
+    with pytest.raises(ValueError, match=r"sentences\[1\] token 1: form 'a\\tb'"):
+        write_conllu([sent, {"tokens": [{"id": 1, "form": "a\tb"}]}], io.StringIO())
+    with pytest.raises(ValueError, match="head must be a non-negative integer"):
+        write_conllu([{"tokens": [{"id": 1, "form": "a", "head": -1}]}], io.StringIO())
+    with pytest.raises(ValueError, match="starting with '#'"):
+        write_conllu([{"tokens": [{"id": 1, "form": "a"}], "comments": ["x"]}],
+                     io.StringIO())
+    with pytest.raises(ValueError, match="ConlluSentence or a dict"):
+        write_conllu([["a"]], io.StringIO())
+    with pytest.raises(ValueError, match="no tokens"):
+        write_conllu([{"tokens": []}], io.StringIO())
+
+
+TOK = "\tw\tw\tX\tX\t_\t{head}\tdep\t_\t_\n"
+
+
+@pytest.mark.parametrize("text, match", [
+    ("1\tw\tw\tX\n", r":1: expected 10 tab-separated fields, got 4"),
+    ("# c\n1" + TOK.format(head=0) + "2  w w X X _ 1 dep _ _\n",
+     r":3: expected 10 tab-separated fields, got 1"),
+    ("1" + TOK.format(head=0) + "x" + TOK.format(head=1),
+     r":2: ID must be an integer.*'x'"),
+    ("1" + TOK.format(head=0) + "3" + TOK.format(head=1),
+     r":2: word ID 3 out of order; expected 2"),
+    ("1" + TOK.format(head=0) + "\n2" + TOK.format(head=0),
+     r":3: word ID 2 out of order; expected 1"),
+    ("1" + TOK.format(head="a"), r":1: HEAD must be a non-negative integer.*'a'"),
+    ("1" + TOK.format(head=0) + "2" + TOK.format(head=3),
+     r":2: HEAD 3 is outside 0..2"),
+    ("1" + TOK.format(head=0) + "# late\n", r":2: comment line after the word lines"),
+    ("1\tw\tw\tX\tX\tCase\t0\troot\t_\t_\n", r":1: malformed FEATS item 'Case'"),
+    ("1\tw\tw\tX\tX\tA=1|A=2\t0\troot\t_\t_\n", r":1: FEATS repeats the attribute 'A'"),
+    ("1-3" + TOK.format(head="_") + "1" + TOK.format(head=0) + "2" + TOK.format(head=1),
+     r":1: multiword token 1-3 extends past the last word 2"),
+    ("2-3" + TOK.format(head="_"), r":1: multiword token range 2-3 must start"),
+    ("1" + TOK.format(head=0) + "1.2" + TOK.format(head="_"),
+     r":2: empty node 1.2 out of order; expected 1.1"),
+    ("# only a comment\n\n", r":1: sentence without any word line"),
+])
+def test_read_conllu_malformed(text, match):
+    with pytest.raises(ValueError, match=match):
+        read_conllu(io.StringIO(text))
+
+
+@needs_shared
+@pytest.mark.parametrize("subset", ["dev", "test"])
+def test_conllu_round_trip_ewt_byte_for_byte(subset, tmp_path):
+    src = SHARED / "ud_english_ewt" / f"en_ewt-ud-{subset}.conllu"
+    sents = read_conllu(src)
+    n_words = {"dev": 25147, "test": 25094}[subset]
+    assert len(sents) == {"dev": 2001, "test": 2077}[subset]
+    assert sum(len(s) for s in sents) == n_words
+    assert sum(len(s.multiword_tokens) for s in sents) == {"dev": 359, "test": 354}[subset]
+    assert sum(len(s.empty_nodes) for s in sents) == {"dev": 4, "test": 2}[subset]
+    assert all(s.sent_id and s.text for s in sents)
+    assert all(sorted(s.heads).count(0) >= 1 for s in sents)
+    out = tmp_path / "copy.conllu"
+    write_conllu(sents, out)
+    assert out.read_bytes() == src.read_bytes()
+
+
+# ---------------------------------------------------------------------------
+# CoNLL-2000 and UD fetchers
+# ---------------------------------------------------------------------------
+def test_sequence_fetchers_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="subset"):
+        fetch_conll2000("dev", data_home=tmp_path)
+    with pytest.raises(ValueError, match="subset"):
+        fetch_ud_treebank("en_ewt", "validation", data_home=tmp_path)
+    with pytest.raises(ValueError, match="Unknown UD treebank 'fr_gsd'"):
+        fetch_ud_treebank("fr_gsd", data_home=tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"conll2000_chunking/train\.txt"):
+        fetch_conll2000(data_home=tmp_path, download_if_missing=False)
+    with pytest.raises(FileNotFoundError, match=r"ud_english_ewt/en_ewt-ud-dev\.conllu"):
+        fetch_ud_treebank(subset="dev", data_home=tmp_path, download_if_missing=False)
+    assert not (tmp_path / "conll2000_chunking").exists()
+
+
+def test_ud_corrupted_cache_and_pinned_url(tmp_path, monkeypatch):
+    cached = tmp_path / "ud_english_ewt" / "en_ewt-ud-test.conllu"
+    cached.parent.mkdir()
+    cached.write_bytes(bundled_bytes("ud_en_ewt_test.conllu.gz"))  # only a prefix
+    with pytest.raises(ChecksumError, match="SHA-256 mismatch.*en_ewt-ud-test.conllu"):
+        fetch_ud_treebank(subset="test", data_home=tmp_path, download_if_missing=False)
+    requested = []
+
+    def fake_urlopen(url, timeout=None):
+        requested.append(url)
+        return io.BytesIO(b"1\tx\tx\tX\tX\t_\t0\troot\t_\t_\n\n")
+
+    monkeypatch.setattr(_base, "urlopen", fake_urlopen)
+    with pytest.raises(ChecksumError, match="downloaded"):
+        fetch_ud_treebank(subset="dev", data_home=tmp_path)
+    assert requested == [
+        "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/"
+        "15d613d8447b3478787d4c278730a1e48a945efb/en_ewt-ud-dev.conllu"]
+    assert sorted(p.name for p in (tmp_path / "ud_english_ewt").iterdir()) == [
+        "en_ewt-ud-test.conllu"]  # no partial dev file
+
+
+def _zip_bytes(members):
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_conll2000_archive_checksum_failure(tmp_path, monkeypatch):
+    requested = []
+    payload = {"data": _zip_bytes({"conll2000/train.txt": b"a DT B-NP\n\n",
+                                   "conll2000/test.txt": b"b NN B-NP\n\n"})}
+
+    def fake_urlopen(url, timeout=None):
+        requested.append(url)
+        return io.BytesIO(payload["data"])
+
+    monkeypatch.setattr(_base, "urlopen", fake_urlopen)
+    with pytest.raises(ChecksumError, match=r"SHA-256 mismatch for conll2000/\w+\.txt extracted"):
+        fetch_conll2000("test", data_home=tmp_path)
+    assert requested == [
+        "https://raw.githubusercontent.com/nltk/nltk_data/"
+        "5db857e6f7df11eabb5e5665836db9ec8df07e28/packages/corpora/conll2000.zip"]
+    assert list((tmp_path / "conll2000_chunking").iterdir()) == []  # nothing written
+    payload["data"] = _zip_bytes({"other/test.txt": b""})
+    with pytest.raises(ChecksumError, match="no member 'conll2000/"):
+        fetch_conll2000("test", data_home=tmp_path)
+    payload["data"] = b"<html>not a zip</html>"
+    with pytest.raises(ChecksumError, match="not a valid zip"):
+        fetch_conll2000("test", data_home=tmp_path)
+    assert list((tmp_path / "conll2000_chunking").iterdir()) == []
+    # a corrupted cached file is detected too
+    (tmp_path / "conll2000_chunking" / "test.txt").write_bytes(b"a DT B-NP\n")
+    with pytest.raises(ChecksumError, match="SHA-256 mismatch.*test.txt"):
+        fetch_conll2000("test", data_home=tmp_path, download_if_missing=False)
+
+
+@needs_shared
+def test_fetch_conll2000_offline():
+    train = fetch_conll2000("train", data_home=SHARED, download_if_missing=False)
+    test = fetch_conll2000("test", data_home=SHARED, download_if_missing=False)
+    assert isinstance(train, Bunch) and "Tjong Kim Sang" in train.DESCR
+    for b, n_sent, n_tok in ((train, 8936, 211727), (test, 2012, 47377)):
+        assert len(b.words) == len(b.pos) == len(b.chunks) == n_sent
+        assert [len(s) for s in b.words] == [len(s) for s in b.chunks]
+        assert [len(s) for s in b.words] == [len(s) for s in b.pos]
+        assert sum(len(s) for s in b.words) == n_tok
+    assert train.words[0][:3] == ["Confidence", "in", "the"]
+    assert train.pos[0][:3] == ["NN", "IN", "DT"]
+    assert train.chunks[0][:5] == ["B-NP", "B-PP", "B-NP", "I-NP", "B-VP"]
+    tags = {t for s in train.chunks for t in s}
+    assert len(tags) == 22 and len({t for s in test.chunks for t in s}) == 19
+    assert train.filename.endswith("train.txt")
+
+
+@needs_shared
+def test_fetch_ud_treebank_offline():
+    dev = fetch_ud_treebank("en_ewt", "dev", data_home=SHARED, download_if_missing=False)
+    assert len(dev) == 2001 and sum(len(s) for s in dev) == 25147
+    test = fetch_ud_treebank("EN_EWT", "test", data_home=SHARED, download_if_missing=False)
+    assert len(test) == 2077 and sum(len(s) for s in test) == 25094
+    assert test[0].forms[:3] == ["What", "if", "Google"]
+    assert all(len(s.heads) == len(s) and s.heads.count(0) == 1 for s in test)
+
+
+@needs_shared
+def test_sequence_fetchers_download_path_layout(tmp_path, monkeypatch):
+    """Download from file:// mirrors of the sources (the nltk zip is rebuilt)."""
+    from urllib.request import urlopen
+
+    monkeypatch.setattr(_base, "urlopen", urlopen)
+    src = SHARED / "conll2000_chunking"
+    zpath = tmp_path / "remote" / "conll2000.zip"
+    zpath.parent.mkdir()
+    zpath.write_bytes(_zip_bytes({f"conll2000/{n}": (src / n).read_bytes()
+                                  for n in ("README", "train.txt", "test.txt")}))
+    monkeypatch.setitem(_fetchers.ARCHIVE_URLS, "conll2000_chunking",
+                        (zpath.as_uri(), "conll2000/"))
+    monkeypatch.setitem(_fetchers.BASE_URLS, "ud_english_ewt",
+                        (SHARED / "ud_english_ewt").as_uri() + "/")
+    home = tmp_path / "cache"
+    got = fetch_conll2000("test", data_home=home)
+    assert sorted(p.name for p in (home / "conll2000_chunking").iterdir()) == [
+        "test.txt", "train.txt"]  # one download extracts both files
+    for name in ("train.txt", "test.txt"):
+        assert (home / "conll2000_chunking" / name).read_bytes() == (src / name).read_bytes()
+    zpath.unlink()
+    ref = fetch_conll2000("test", data_home=SHARED, download_if_missing=False)
+    assert got.words == ref.words and got.chunks == ref.chunks
+    assert len(fetch_conll2000("train", data_home=home, download_if_missing=False).words) == 8936
+    dev = fetch_ud_treebank(subset="dev", data_home=home)
+    assert (home / "ud_english_ewt" / "en_ewt-ud-dev.conllu").is_file()
+    assert len(dev) == 2001
+
+
+# ---------------------------------------------------------------------------
+# bundled UD English EWT slices
+# ---------------------------------------------------------------------------
+def test_bundled_ewt_slices_are_inside_the_package():
+    for name in ("ud_en_ewt_train.conllu.gz", "ud_en_ewt_test.conllu.gz"):
+        path = _base.bundled_path(name)
+        assert path.parent == Path(ds.__file__).resolve().parent / "data"
+        assert path.stat().st_size < 400_000
+    assert hashlib.sha256(bundled_bytes("ud_en_ewt_test.conllu.gz")).hexdigest() == (
+        "43f4f95de89dd19b959960c8d8a65179fff68b1ab1d89e9925deb2426634accb")
+
+
+def test_load_ewt():
+    train, test = load_ewt("train"), load_ewt("test")
+    assert len(train) == 1000 and sum(len(s) for s in train) == 21857
+    assert len(test) == 300 and sum(len(s) for s in test) == 5224
+    assert all(isinstance(s, ConlluSentence) for s in train)
+    assert train[0].text.startswith("Al-Zaman : American forces killed")
+    assert test[0].forms[:3] == ["What", "if", "Google"] and test[0].heads[:3] == [0, 4, 4]
+    for s in train + test:
+        assert s.heads.count(0) == 1 and all(0 <= h <= len(s) for h in s.heads)
+        assert None not in s.upos
+    with pytest.raises(ValueError, match="subset"):
+        load_ewt("dev")
+    # bundled text round-trips exactly
+    out = io.StringIO()
+    write_conllu(test, out)
+    assert out.getvalue().encode() == bundled_bytes("ud_en_ewt_test.conllu.gz")
+
+
+def test_load_ewt_pos_and_features():
+    X, y = load_ewt_pos("test")
+    assert len(X) == len(y) == 300
+    assert [len(x) for x in X] == [len(t) for t in y]
+    upos = {t for s in y for t in s}
+    assert {"NOUN", "VERB", "PUNCT", "PROPN", "ADP"} <= upos and len(upos) <= 17
+    keys = {"word", "suffix1", "suffix2", "suffix3", "prefix3", "is_capitalized",
+            "is_digit", "has_hyphen", "prev_word", "next_word"}
+    for sent in X:
+        for f in sent:
+            assert set(f) == keys
+            assert all(isinstance(v, (str, bool)) for v in f.values())
+    f = pos_token_features(["The", "well-known", "42"])
+    assert f[0] == {"word": "the", "suffix1": "e", "suffix2": "he", "suffix3": "the",
+                    "prefix3": "the", "is_capitalized": True, "is_digit": False,
+                    "has_hyphen": False, "prev_word": "<s>", "next_word": "well-known"}
+    assert f[1]["has_hyphen"] and f[2]["is_digit"] and f[2]["next_word"] == "</s>"
+    assert f[1]["prev_word"] == "the" and f[1]["suffix3"] == "own"
+    assert pos_token_features([]) == []
+    with pytest.raises(ValueError, match="not a string"):
+        pos_token_features("word")
+    Xtr, ytr = load_ewt_pos()
+    assert len(Xtr) == 1000 and sum(map(len, ytr)) == 21857
+
+
+def test_ewt_pos_tagging_baseline():
+    """A most-frequent-tag baseline on the features reaches the usual ~86%."""
+    from collections import Counter, defaultdict
+
+    from structlearn.metrics import token_accuracy
+
+    X, y = load_ewt_pos("train")
+    X_te, y_te = load_ewt_pos("test")
+    by_word, by_suffix = defaultdict(Counter), defaultdict(Counter)
+    for xs, ys in zip(X, y):
+        for f, tag in zip(xs, ys):
+            by_word[f["word"]][tag] += 1
+            by_suffix[f["suffix3"]][tag] += 1
+
+    def predict(f):
+        counts = by_word.get(f["word"]) or by_suffix.get(f["suffix3"])
+        if counts:
+            return counts.most_common(1)[0][0]
+        return "PROPN" if f["is_capitalized"] else "NOUN"
+
+    y_pred = [[predict(f) for f in xs] for xs in X_te]
+    assert 0.8 < token_accuracy(y_te, y_pred) < 0.95
+
+
+@needs_shared
+def test_bundled_ewt_slices_are_reproducible(tmp_path):
+    for subset, n in (("train", 1000), ("test", 300)):
+        src = SHARED / "ud_english_ewt" / f"en_ewt-ud-{subset}.conllu"
+        raw = bundled_bytes(f"ud_en_ewt_{subset}.conllu.gz")
+        assert src.read_bytes().startswith(raw)
+        out = tmp_path / f"{subset}.conllu.gz"
+        write_conllu(read_conllu(src)[:n], out)
+        assert out.read_bytes() == (_base.DATA_DIR / f"ud_en_ewt_{subset}.conllu.gz").read_bytes()
+
+
+@needs_shared
+def test_conll2000_official_baseline_with_chunk_f1():
+    """The CoNLL-2000 baseline (most frequent chunk tag of each POS tag) scores
+    precision 72.58%, recall 82.14%, F1 77.07 with conlleval (Tjong Kim Sang &
+    Buchholz, 2000, table 1)."""
+    from collections import Counter, defaultdict
+
+    from structlearn.metrics import chunk_f1, chunk_precision_recall_f1
+
+    train = fetch_conll2000("train", data_home=SHARED, download_if_missing=False)
+    test = fetch_conll2000("test", data_home=SHARED, download_if_missing=False)
+    counts = defaultdict(Counter)
+    for tags, chunks in zip(train.pos, train.chunks):
+        for tag, chunk in zip(tags, chunks):
+            counts[tag][chunk] += 1
+    best = {tag: c.most_common(1)[0][0] for tag, c in counts.items()}
+    pred = [[best.get(tag, "O") for tag in tags] for tags in test.pos]
+    overall, per_type = chunk_precision_recall_f1(test.chunks, pred)
+    assert overall["n_true"] == 23852  # chunks in the test set
+    assert round(100 * overall["precision"], 2) == 72.58
+    assert round(100 * overall["recall"], 2) == 82.14
+    assert round(100 * overall["f1"], 2) == 77.07
+    assert chunk_f1(test.chunks, pred) == overall["f1"]
+    assert chunk_f1(test.chunks, test.chunks) == 1.0
+    assert {"NP", "VP", "PP", "ADVP", "SBAR"} <= set(per_type)
+    assert per_type["NP"]["f1"] > per_type["VP"]["f1"] > per_type["SBAR"]["f1"]

@@ -10,17 +10,23 @@ import scipy.sparse as sp
 from scipy.stats import kendalltau, spearmanr
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.metrics import classification_report
 from sklearn.metrics import hamming_loss as sk_hamming_loss
 from sklearn.metrics import make_scorer
-from sklearn.model_selection import KFold, cross_val_score
+from sklearn.model_selection import KFold, cross_val_score, cross_validate
 from sklearn.neighbors import KNeighborsClassifier
 
 import structlearn.metrics as M
 from structlearn.metrics import (
+    chunk_f1,
+    chunk_precision_recall_f1,
+    flat_classification_report,
     hamming_loss,
     kendall_tau,
     mean_absolute_error,
     spearman_rho,
+    token_accuracy,
+    uas,
 )
 
 
@@ -255,3 +261,286 @@ def test_rank_correlation_properties(data, k, n):
     # reversing every predicted ranking flips the sign
     assert kendall_tau(Yt, k + 1 - Yp) == pytest.approx(-tau)
     assert spearman_rho(Yt, k + 1 - Yp) == pytest.approx(-rho)
+
+
+# ---------------------------------------------------------------------------
+# sequence metrics
+# ---------------------------------------------------------------------------
+def chunks_of(tags, scheme="auto"):
+    """The (start, end, type) chunks decoded from one tag sequence."""
+    return sorted(M._extract_chunks(tags, "y", 0, M._CHUNK_PREFIXES[scheme], scheme))
+
+
+def test_sequence_metrics_in_all():
+    for name in ("token_accuracy", "chunk_f1", "chunk_precision_recall_f1",
+                 "flat_classification_report", "uas"):
+        assert name in M.__all__
+
+
+def test_token_accuracy():
+    yt = [["DT", "NN", "VB"], ["NN"]]
+    yp = [["DT", "VB", "VB"], ["VB"]]
+    assert token_accuracy(yt, yp) == 0.5
+    assert token_accuracy(yt, yt) == 1.0
+    # sequence weights apply to every token of the sequence
+    assert token_accuracy(yt, yp, sample_weight=[1, 0]) == pytest.approx(2 / 3)
+    assert token_accuracy(yt, yp, sample_weight=[1, 3]) == pytest.approx(2 / 6)
+    # arrays, tuples and empty sequences are fine
+    assert token_accuracy([np.array([1, 2]), ()], [(1, 3), []]) == 0.5
+
+
+@pytest.mark.parametrize("yt, yp, match", [
+    ([["a", "b"], ["c"]], [["a", "b"], ["c", "d"]],
+     "sequence 1 has 1 labels in y_true but 2 in y_pred"),
+    ([["a"]], [["a"], ["b"]], "y_true has 1 sequences but y_pred has 2"),
+    (["a", "b"], ["a", "b"], r"y_true\[0\] is 'a', not a sequence"),
+    ("ab", "ab", "must be a list of sequences"),
+    (np.array([1, 2]), np.array([1, 2]), "1-D array"),
+    ([], [], "empty"),
+    ([[]], [[]], "No token to score"),
+])
+def test_token_accuracy_bad_input(yt, yp, match):
+    with pytest.raises(ValueError, match=match):
+        token_accuracy(yt, yp)
+
+
+def test_chunk_decoding_conlleval_rules():
+    # IOB2
+    assert chunks_of(["B-NP", "I-NP", "O", "B-VP", "B-NP", "B-NP"]) == [
+        (0, 1, "NP"), (3, 3, "VP"), (4, 4, "NP"), (5, 5, "NP")]
+    # I- without a preceding B- starts a chunk (after O, or at the start)
+    assert chunks_of(["I-NP", "I-NP", "O", "I-PP", "I-NP"]) == [
+        (0, 1, "NP"), (3, 3, "PP"), (4, 4, "NP")]
+    # a type change inside I- tags ends one chunk and starts another
+    assert chunks_of(["B-NP", "I-VP", "I-VP", "I-NP"]) == [
+        (0, 0, "NP"), (1, 2, "VP"), (3, 3, "NP")]
+    # IOB1: B- only between adjacent chunks of the same type
+    assert chunks_of(["I-NP", "I-NP", "B-NP", "I-NP", "O", "I-VP"], "IOB1") == [
+        (0, 1, "NP"), (2, 3, "NP"), (5, 5, "VP")]
+    # IOBES: S- is a one-token chunk, E- ends a chunk
+    assert chunks_of(["S-NP", "B-VP", "I-VP", "E-VP", "S-NP", "S-NP"], "IOBES") == [
+        (0, 0, "NP"), (1, 3, "VP"), (4, 4, "NP"), (5, 5, "NP")]
+    assert chunks_of(["B-NP", "E-NP", "B-NP", "E-NP"]) == [(0, 1, "NP"), (2, 3, "NP")]
+    # after E-/S-, an I- or E- starts a new chunk; E- after O starts one too
+    assert chunks_of(["B-NP", "E-NP", "I-NP", "E-NP"]) == [(0, 1, "NP"), (2, 3, "NP")]
+    assert chunks_of(["S-NP", "I-NP", "O", "E-NP"]) == [
+        (0, 0, "NP"), (1, 1, "NP"), (3, 3, "NP")]
+    # B- then S- of the same type: two chunks
+    assert chunks_of(["B-NP", "S-NP"]) == [(0, 0, "NP"), (1, 1, "NP")]
+    # type-less tags, as conlleval accepts them
+    assert chunks_of(["B", "I", "O", "I"]) == [(0, 1, ""), (3, 3, "")]
+    # types may contain '-'; chunks end at the end of the sequence
+    assert chunks_of(["B-A-B", "I-A-B"]) == [(0, 1, "A-B")]
+    assert chunks_of([]) == [] and chunks_of(["O", "O"]) == []
+
+
+def test_chunk_precision_recall_f1_hand_case():
+    yt = [["B-NP", "I-NP", "O", "B-VP"], ["B-PP", "B-NP", "I-NP"]]
+    yp = [["B-NP", "I-NP", "O", "B-NP"], ["B-PP", "I-NP", "I-NP"]]
+    # true: NP(0-1) VP(3) | PP(0) NP(1-2);  pred: NP(0-1) NP(3) | PP(0) NP(1-2)
+    overall, per_type = chunk_precision_recall_f1(yt, yp)
+    assert (overall["n_true"], overall["n_pred"], overall["n_correct"]) == (4, 4, 3)
+    assert overall["precision"] == overall["recall"] == overall["f1"] == 0.75
+    assert list(per_type) == ["NP", "PP", "VP"]
+    assert per_type["NP"] == {"precision": 2 / 3, "recall": 1.0, "f1": 0.8,
+                              "n_true": 2, "n_pred": 3, "n_correct": 2}
+    assert per_type["PP"]["f1"] == 1.0
+    assert per_type["VP"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0,
+                              "n_true": 1, "n_pred": 0, "n_correct": 0}
+    assert chunk_f1(yt, yp) == 0.75
+    assert chunk_f1(yt, yp, average="macro") == pytest.approx((0.8 + 1 + 0) / 3)
+    # weighting the second sentence by 0 leaves NP(0-1) right, NP(3) wrong
+    o, _ = chunk_precision_recall_f1(yt, yp, sample_weight=[1, 0])
+    assert (o["precision"], o["recall"]) == (0.5, 0.5)
+
+
+def test_chunk_f1_boundaries_and_types_must_match():
+    yt = [["B-NP", "I-NP", "I-NP"]]
+    assert chunk_f1(yt, [["B-NP", "I-NP", "O"]]) == 0.0       # wrong end
+    assert chunk_f1(yt, [["O", "B-NP", "I-NP"]]) == 0.0       # wrong start
+    assert chunk_f1(yt, [["B-VP", "I-VP", "I-VP"]]) == 0.0    # wrong type
+    assert chunk_f1(yt, [["I-NP", "I-NP", "I-NP"]]) == 1.0    # IOB1 spelling
+    # predicted chunk split in two: 0 correct of 2 predicted, 1 true
+    o, _ = chunk_precision_recall_f1(yt, [["B-NP", "B-NP", "I-NP"]])
+    assert (o["n_true"], o["n_pred"], o["n_correct"]) == (1, 2, 0)
+    # mixed schemes in true/pred decode to the same chunks
+    assert chunk_f1([["B-NP", "I-NP", "O", "B-VP"]],
+                    [["B-NP", "E-NP", "O", "S-VP"]]) == 1.0
+    # conlleval gives 0 when there is no chunk at all
+    assert chunk_f1([["O", "O"]], [["O", "O"]]) == 0.0
+    # precision 1, recall 1/2
+    o, _ = chunk_precision_recall_f1([["B-NP", "O", "B-NP"]], [["B-NP", "O", "O"]])
+    assert (o["precision"], o["recall"], o["f1"]) == (1.0, 0.5, pytest.approx(2 / 3))
+
+
+@pytest.mark.parametrize("kwargs, yt, yp, match", [
+    ({}, [["B-NP", "X-NP"]], [["O", "O"]], r"y_true\[0\]\[1\] = 'X-NP' is not a valid"),
+    ({}, [["O"], ["O", "NP"]], [["O"], ["O", "O"]], r"y_true\[1\]\[1\] = 'NP'"),
+    ({}, [["O"]], [["O-NP"]], r"y_pred\[0\]\[0\] = 'O-NP'"),
+    ({"scheme": "IOB2"}, [["B-NP"]], [["S-NP"]], r"y_pred\[0\]\[0\] = 'S-NP' is not a valid IOB2"),
+    ({}, [["B-NP"]], [[1]], r"y_pred\[0\]\[0\] is 1; chunk tags must be strings"),
+    ({"scheme": "BILOU"}, [["O"]], [["O"]], "scheme must be one of"),
+    ({"average": "weighted"}, [["O"]], [["O"]], "average must be"),
+    ({}, [["O", "O"]], [["O"]], "sequence 0 has 2 labels in y_true but 1 in y_pred"),
+])
+def test_chunk_f1_bad_input(kwargs, yt, yp, match):
+    with pytest.raises(ValueError, match=match):
+        chunk_f1(yt, yp, **kwargs)
+
+
+def _render(spans, n, scheme):
+    """Tags of non-overlapping (start, end, type) spans in a scheme."""
+    tags = ["O"] * n
+    prev_end = {}
+    for s, e, t in spans:
+        for k in range(s, e + 1):
+            tags[k] = "I-" + t
+        if scheme == "IOB2":
+            tags[s] = "B-" + t
+        elif scheme == "IOB1":
+            if prev_end.get(s - 1) == t:
+                tags[s] = "B-" + t
+        else:  # IOBES
+            if s == e:
+                tags[s] = "S-" + t
+            else:
+                tags[s], tags[e] = "B-" + t, "E-" + t
+        prev_end[e] = t
+    return tags
+
+
+@st.composite
+def span_sequences(draw):
+    n = draw(st.integers(0, 12))
+    spans, k = [], 0
+    while k < n:
+        if draw(st.booleans()):
+            length = draw(st.integers(1, n - k))
+            spans.append((k, k + length - 1, draw(st.sampled_from(["NP", "VP", "PP"]))))
+            k += length
+        else:
+            k += 1
+    return n, spans
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.lists(span_sequences(), min_size=1, max_size=4),
+       other=st.lists(span_sequences(), min_size=4, max_size=4))
+def test_chunk_schemes_decode_to_the_same_spans(data, other):
+    for scheme in ("IOB1", "IOB2", "IOBES"):
+        for n, spans in data:
+            assert chunks_of(_render(spans, n, scheme), scheme) == sorted(spans)
+    y2 = [_render(sp_, n, "IOB2") for n, sp_ in data]
+    y1 = [_render(sp_, n, "IOB1") for n, sp_ in data]
+    ye = [_render(sp_, n, "IOBES") for n, sp_ in data]
+    has_chunks = any(sp_ for _, sp_ in data)
+    assert chunk_f1(y2, y1) == chunk_f1(y2, ye) == (1.0 if has_chunks else 0.0)
+    # symmetry and range against a random prediction of the same lengths
+    yp = []
+    for (n, _), (_, sp2) in zip(data, other):
+        yp.append(_render([s for s in sp2 if s[1] < n], n, "IOB2"))
+    f = chunk_f1(y2, yp)
+    assert 0.0 <= f <= 1.0 and f == pytest.approx(chunk_f1(yp, y2))
+    o, _ = chunk_precision_recall_f1(y2, yp)
+    o_rev, _ = chunk_precision_recall_f1(yp, y2)
+    assert o["precision"] == o_rev["recall"] and o["recall"] == o_rev["precision"]
+
+
+def test_flat_classification_report_matches_sklearn():
+    yt = [["DT", "NN"], ["VB", "NN", "DT"]]
+    yp = [["DT", "VB"], ["VB", "NN", "NN"]]
+    flat_t, flat_p = ["DT", "NN", "VB", "NN", "DT"], ["DT", "VB", "VB", "NN", "NN"]
+    assert flat_classification_report(yt, yp) == classification_report(flat_t, flat_p)
+    assert flat_classification_report(yt, yp, labels=["NN", "VB"], digits=4) == (
+        classification_report(flat_t, flat_p, labels=["NN", "VB"], digits=4))
+    d = flat_classification_report(yt, yp, output_dict=True)
+    assert d["accuracy"] == pytest.approx(token_accuracy(yt, yp))
+    dw = flat_classification_report(yt, yp, output_dict=True, sample_weight=[0, 1],
+                                    zero_division=0)
+    assert dw["accuracy"] == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="sequence 1"):
+        flat_classification_report(yt, [["DT", "NN"], ["VB"]])
+
+
+def test_uas():
+    heads = [[2, 0, 2], [0, 1]]
+    pred = [[2, 0, 1], [0, 1]]
+    assert uas(heads, pred) == pytest.approx(4 / 5)
+    assert uas(heads, heads) == 1.0
+    upos = [["PRON", "VERB", "PUNCT"], ["VERB", "PUNCT"]]
+    assert uas(heads, pred, upos, exclude_punct=True) == 1.0
+    assert uas(heads, pred, upos) == pytest.approx(4 / 5)  # punctuation included
+    words = [["I", "ran", "."], ["Go", "!?"]]
+    assert uas(heads, pred, words, exclude_punct=True) == 1.0
+    assert uas(heads, pred, sample_weight=[0, 1]) == 1.0
+    assert uas([np.array([2, 0]), (0, 1)], [[2.0, 0], [1, 0]]) == 0.5
+
+
+@pytest.mark.parametrize("args, kwargs, match", [
+    (([[2, 0]], [[2, 0, 1]]), {}, "sequence 0 has 2 labels in y_true_heads but 3"),
+    (([[2, 0]], [[2, 3]]), {}, r"y_pred_heads\[0\]\[1\] = 3 is outside 0..2"),
+    (([[2, -1]], [[2, 0]]), {}, r"y_true_heads\[0\]\[1\] = -1 is outside"),
+    (([[2, 0]], [[1.5, 0]]), {}, r"y_pred_heads\[0\]\[0\] = 1.5 is not an integer"),
+    (([[2, 0]], [["2", 0]]), {}, r"y_pred_heads\[0\]\[0\] = '2' is not an integer"),
+    (([[2, 0]], [[2, 0]]), {"exclude_punct": True}, "needs words_or_upos"),
+    (([[2, 0]], [[2, 0]], [["X"]]), {"exclude_punct": True},
+     "sequence 0 has 1 labels in words_or_upos but 2"),
+    (([[0]], [[0]], [["PUNCT"]]), {"exclude_punct": True}, "No token to score"),
+])
+def test_uas_bad_input(args, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        uas(*args, **kwargs)
+
+
+class MemorizingTagger(BaseEstimator):
+    """Toy sequence model: the most frequent label of each word in training."""
+
+    def fit(self, X, y):
+        from collections import Counter, defaultdict
+
+        counts = defaultdict(Counter)
+        for words, labels in zip(X, y):
+            for w, lab in zip(words, labels):
+                counts[w][lab] += 1
+        self.table_ = {w: c.most_common(1)[0][0] for w, c in counts.items()}
+        self.default_ = Counter(lab for labels in y for lab in labels).most_common(1)[0][0]
+        return self
+
+    def predict(self, X):
+        return [[self.table_.get(w, self.default_) for w in words] for words in X]
+
+
+class LeftHeadParser(BaseEstimator):
+    """Toy parser: every word depends on its left neighbour, word 1 on the root."""
+
+    def fit(self, X, y):
+        return self
+
+    def predict(self, X):
+        return [list(range(len(words))) for words in X]
+
+
+def test_sequence_scorers_in_cross_validate():
+    rng = np.random.default_rng(7)
+    vocab = {"the": "B-NP", "a": "B-NP", "dog": "I-NP", "cat": "I-NP",
+             "runs": "B-VP", "sleeps": "B-VP", "in": "B-PP", ".": "O"}
+    words = list(vocab)
+    X = [list(rng.choice(words, size=rng.integers(1, 8))) for _ in range(40)]
+    y = [[vocab[w] for w in s] for s in X]
+    scoring = {"acc": make_scorer(token_accuracy), "f1": make_scorer(chunk_f1),
+               "macro_f1": make_scorer(chunk_f1, average="macro", scheme="IOB2")}
+    res = cross_validate(MemorizingTagger(), X, y, scoring=scoring, cv=4)
+    assert np.allclose(res["test_acc"], 1.0) and np.allclose(res["test_f1"], 1.0)
+    assert np.allclose(res["test_macro_f1"], 1.0)
+    # noisy labels: scores drop but stay in [0, 1]
+    y_noisy = [[lab if rng.random() > 0.3 else "O" for lab in s] for s in y]
+    res = cross_validate(MemorizingTagger(), X, y_noisy, scoring=scoring, cv=4)
+    for key in ("test_acc", "test_f1"):
+        assert np.all(res[key] >= 0) and np.all(res[key] <= 1) and res[key].mean() < 1
+    # a parser scored by UAS
+    heads = [list(range(len(s))) for s in X]  # left-branching gold trees
+    res = cross_validate(LeftHeadParser(), X, heads, scoring=make_scorer(uas), cv=4)
+    assert np.allclose(res["test_score"], 1.0)
+    heads_right = [[0] + [1] * (len(s) - 1) for s in X]
+    res = cross_validate(LeftHeadParser(), X, heads_right, scoring=make_scorer(uas), cv=4)
+    assert np.all(res["test_score"] < 1.0)

@@ -4,34 +4,50 @@ Three kinds of entry points:
 
 - **readers** -- pure functions of a path, for files you already have:
   :func:`read_label_ranking_csv`, :func:`read_arff_multilabel`,
-  :func:`read_chu_ghahramani`, :func:`read_wine_quality`;
+  :func:`read_chu_ghahramani`, :func:`read_wine_quality`,
+  :func:`read_conll_columns`, :func:`read_conllu` (and :func:`write_conllu`);
 - **fetchers** -- download-and-cache with SHA-256 verification:
   :func:`fetch_label_ranking`, :func:`fetch_mulan`,
-  :func:`fetch_chu_ghahramani` (cache folder: :func:`get_data_home`);
+  :func:`fetch_chu_ghahramani`, :func:`fetch_conll2000`,
+  :func:`fetch_ud_treebank` (cache folder: :func:`get_data_home`);
 - **bundled loaders** -- small redistributable data shipped with the package,
   no network needed: :func:`load_wine_quality`, :func:`load_label_ranking`,
-  :func:`load_ewt_constructions`.
+  :func:`load_ewt_constructions`, :func:`load_ewt`, :func:`load_ewt_pos`.
 
 Conventions: label rankings are rank vectors (``Y[i, j]`` = rank of label
 ``j``, 1 = best); multilabel targets are 0/1 indicator matrices; ordinal
-targets are integer labels.
+targets are integer labels; sequence targets are lists (one per sentence)
+of label lists; dependency heads are 1-based with 0 = root.
 """
 
 from ._base import ChecksumError, get_data_home
-from ._bundled import load_ewt_constructions, load_label_ranking, load_wine_quality
+from ._bundled import (
+    load_ewt,
+    load_ewt_constructions,
+    load_ewt_pos,
+    load_label_ranking,
+    load_wine_quality,
+    pos_token_features,
+)
 from ._fetchers import (
     fetch_chu_ghahramani,
+    fetch_conll2000,
     fetch_label_ranking,
     fetch_mulan,
+    fetch_ud_treebank,
     list_chu_ghahramani_datasets,
     list_label_ranking_datasets,
     list_mulan_datasets,
 )
 from ._readers import (
+    ConlluSentence,
     read_arff_multilabel,
     read_chu_ghahramani,
+    read_conll_columns,
+    read_conllu,
     read_label_ranking_csv,
     read_wine_quality,
+    write_conllu,
 )
 
 __all__ = [
@@ -41,13 +57,22 @@ __all__ = [
     "read_arff_multilabel",
     "read_chu_ghahramani",
     "read_wine_quality",
+    "read_conll_columns",
+    "read_conllu",
+    "write_conllu",
+    "ConlluSentence",
     "fetch_label_ranking",
     "fetch_mulan",
     "fetch_chu_ghahramani",
     "list_label_ranking_datasets",
     "list_mulan_datasets",
     "list_chu_ghahramani_datasets",
+    "fetch_conll2000",
+    "fetch_ud_treebank",
     "load_wine_quality",
     "load_label_ranking",
     "load_ewt_constructions",
+    "load_ewt",
+    "load_ewt_pos",
+    "pos_token_features",
 ]

@@ -9,9 +9,19 @@ from sklearn.utils import Bunch
 
 from ._base import bundled_path
 from ._ewt import CONSTRUCTIONS, read_constructions_tsv
-from ._readers import _read_wine_quality_full, read_label_ranking_csv
+from ._readers import _read_wine_quality_full, read_conllu, read_label_ranking_csv
 
-__all__ = ["load_wine_quality", "load_label_ranking", "load_ewt_constructions"]
+__all__ = [
+    "load_wine_quality",
+    "load_label_ranking",
+    "load_ewt_constructions",
+    "load_ewt",
+    "load_ewt_pos",
+    "pos_token_features",
+]
+
+#: Number of sentences of each bundled UD English EWT slice.
+_EWT_SLICE_SIZES = {"train": 1000, "test": 300}
 
 _BUNDLED_LABEL_RANKING = ("iris", "wine", "stock")
 
@@ -181,3 +191,127 @@ def load_ewt_constructions(subset="train"):
     if names != expected:  # pragma: no cover - guards against a stale file
         raise ValueError(f"Bundled file has labels {names}, expected {expected}.")
     return texts, Y, names
+
+
+def load_ewt(subset="train"):
+    """Load the bundled slice of UD English EWT (POS tagging, parsing).
+
+    ``train`` holds the first 1,000 sentences (21,857 words) of
+    ``en_ewt-ud-train.conllu`` and ``test`` the first 300 sentences (5,224
+    words) of ``en_ewt-ud-test.conllu``, Universal Dependencies v2.16,
+    unchanged (the decompressed files are byte-identical prefixes of the
+    originals).  The full treebank is available through
+    :func:`fetch_ud_treebank`.
+
+    Parameters
+    ----------
+    subset : {"train", "test"}, default="train"
+        Which slice to load.
+
+    Returns
+    -------
+    sentences : list of ConlluSentence
+        As returned by :func:`read_conllu`: ``sentence.tokens`` lists the
+        syntactic words (dicts with ``form``, ``lemma``, ``upos``, ``xpos``,
+        ``feats``, ``head`` (1-based, 0 = root), ``deprel``, ...);
+        ``sentence.forms``, ``sentence.upos`` and ``sentence.heads`` give
+        the columns as lists.
+
+    Notes
+    -----
+    License CC BY-SA 4.0.  UD English EWT annotations (c) 2013-2021 The
+    Board of Trustees of The Leland Stanford Junior University; cite
+    N. Silveira et al., "A Gold Standard Dependency Corpus for English",
+    LREC 2014.  See ``structlearn/datasets/data/README.md``.
+
+    Examples
+    --------
+    >>> sentences = load_ewt("test")
+    >>> len(sentences), sentences[0].forms[:3], sentences[0].heads[:3]
+    (300, ['What', 'if', 'Google'], [0, 4, 4])
+    """
+    if subset not in _EWT_SLICE_SIZES:
+        raise ValueError(f"subset must be 'train' or 'test'; got {subset!r}.")
+    return read_conllu(bundled_path(f"ud_en_ewt_{subset}.conllu.gz"))
+
+
+def pos_token_features(words):
+    """Simple per-token features for part-of-speech tagging.
+
+    Parameters
+    ----------
+    words : sequence of str
+        The words of one sentence.
+
+    Returns
+    -------
+    features : list of dict
+        One dict per word, for :class:`~sklearn.feature_extraction.DictVectorizer`
+        or a CRF-style tagger, with the keys
+
+        - ``"word"``: the lowercased word;
+        - ``"suffix1"``, ``"suffix2"``, ``"suffix3"``: its last 1-3
+          characters (lowercased);
+        - ``"prefix3"``: its first 3 characters (lowercased);
+        - ``"is_capitalized"``, ``"is_digit"``, ``"has_hyphen"``: bool;
+        - ``"prev_word"``, ``"next_word"``: the lowercased neighbours,
+          ``"<s>"`` / ``"</s>"`` at the sentence boundaries.
+
+    Examples
+    --------
+    >>> pos_token_features(["Hi", "there"])[0]["next_word"]
+    'there'
+    """
+    if isinstance(words, str):
+        raise ValueError("words must be a sequence of words, not a string.")
+    lower = [str(w).lower() for w in words]
+    feats = []
+    for i, w in enumerate(words):
+        w = str(w)
+        low = lower[i]
+        feats.append({
+            "word": low,
+            "suffix1": low[-1:],
+            "suffix2": low[-2:],
+            "suffix3": low[-3:],
+            "prefix3": low[:3],
+            "is_capitalized": w[:1].isupper(),
+            "is_digit": w.isdigit(),
+            "has_hyphen": "-" in w,
+            "prev_word": lower[i - 1] if i > 0 else "<s>",
+            "next_word": lower[i + 1] if i + 1 < len(lower) else "</s>",
+        })
+    return feats
+
+
+def load_ewt_pos(subset="train"):
+    """Load the bundled EWT slice as a POS-tagging data set ``(X, y)``.
+
+    Parameters
+    ----------
+    subset : {"train", "test"}, default="train"
+        Which slice of :func:`load_ewt` to use (1,000 or 300 sentences).
+
+    Returns
+    -------
+    X : list of list of dict
+        One list per sentence, one feature dict per word, as computed by
+        :func:`pos_token_features` (string and bool values).
+    y : list of list of str
+        The universal POS tags (UPOS, 17 tags such as ``"NOUN"``,
+        ``"VERB"``, ``"PUNCT"``), aligned with ``X``.
+
+    Notes
+    -----
+    License CC BY-SA 4.0; see :func:`load_ewt`.
+
+    Examples
+    --------
+    >>> X, y = load_ewt_pos("test")
+    >>> len(X), X[0][0]["word"], y[0][0]
+    (300, 'what', 'PRON')
+    """
+    sentences = load_ewt(subset)
+    X = [pos_token_features(s.forms) for s in sentences]
+    y = [list(s.upos) for s in sentences]
+    return X, y

@@ -4,7 +4,8 @@ The values are copied from the ``SHA256SUMS`` files that accompany the
 reference copies of the data (one table per cache folder, in the same
 ``<sha256>  <relative path>`` format as ``sha256sum``).  They pin the exact
 bytes served by the raw-file URLs at the commits listed in
-:mod:`structlearn.datasets._fetchers`.
+:mod:`structlearn.datasets._fetchers` (for CoNLL-2000, the bytes of the
+files extracted from the pinned nltk_data zip archive).
 """
 
 __all__ = ["CHECKSUMS"]
@@ -780,6 +781,17 @@ ef97006905324221f0706a12b3d6129248b317ca785ad92bce4df11d2f3b6634  wisconsin/5bin
 c12101fa412fb10d89e974ff321fc0826f15c5f7a58303854a2d2921bbd79b5f  wisconsin/5bins/wpbc_train_5.9
 """
 
+_CONLL2000_CHUNKING = """
+73b7b1e565fa75a1e22fe52ecdf41b6624d6f59dacb591d44252bf4d692b1628  test.txt
+82033cd7a72b209923a98007793e8f9de3abc1c8b79d646c50648eb949b87cea  train.txt
+"""
+
+_UD_ENGLISH_EWT = """
+531a54ff90d6ab12201c5a50c3e78e6ddac4de69abc4bce5d275d3cd29efe2b6  en_ewt-ud-dev.conllu
+e266e515a0a7547657ed3d90d9ba46487d6bd251f27ad4269d4e8a427c8555cd  en_ewt-ud-test.conllu
+3fb78e2b55482c8ee00caa653af436c88c9e5bc9a73ce26e4ae3ddc79d2b7e7b  en_ewt-ud-train.conllu
+"""
+
 #: Mapping ``cache folder -> {relative path -> sha256 hex digest}``.
 CHECKSUMS = {
     "label_ranking": _parse(_LABEL_RANKING),
@@ -787,4 +799,6 @@ CHECKSUMS = {
     "multilabel_scene": _parse(_MULTILABEL_SCENE),
     "multilabel_yeast": _parse(_MULTILABEL_YEAST),
     "ordinal_chu_ghahramani": _parse(_ORDINAL_CHU_GHAHRAMANI),
+    "conll2000_chunking": _parse(_CONLL2000_CHUNKING),
+    "ud_english_ewt": _parse(_UD_ENGLISH_EWT),
 }

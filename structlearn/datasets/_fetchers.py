@@ -14,19 +14,32 @@ Sources (raw files at pinned commits):
 - Mulan: https://github.com/tsoumakas/mulan, commit
   ``43f6389095ad71984264db4387a8074b22bc7d4a``, ``data/multi-label/``;
 - Chu & Ghahramani: https://github.com/bb515/probit, commit
-  ``b000c2a2c830db1c9144809e8e3643d783ce0c25``, ``probit/data/``.
+  ``b000c2a2c830db1c9144809e8e3643d783ce0c25``, ``probit/data/``;
+- CoNLL-2000 chunking: https://github.com/nltk/nltk_data, commit
+  ``5db857e6f7df11eabb5e5665836db9ec8df07e28``,
+  ``packages/corpora/conll2000.zip`` (members ``conll2000/{train,test}.txt``
+  are extracted and checked);
+- UD English EWT: https://github.com/UniversalDependencies/UD_English-EWT,
+  commit ``15d613d8447b3478787d4c278730a1e48a945efb`` (UD v2.16), CC BY-SA 4.0.
 """
 
+import hashlib
+import os
+import tempfile
+import zipfile
 from urllib.parse import quote
 
 import numpy as np
 from sklearn.utils import Bunch
 
-from ._base import download, get_data_home, verify_checksum
+from . import _base
+from ._base import ChecksumError, download, get_data_home, verify_checksum
 from ._checksums import CHECKSUMS
 from ._readers import (
     _read_partition_pair,
     read_arff_multilabel,
+    read_conll_columns,
+    read_conllu,
     read_label_ranking_csv,
 )
 
@@ -37,11 +50,15 @@ __all__ = [
     "list_label_ranking_datasets",
     "list_mulan_datasets",
     "list_chu_ghahramani_datasets",
+    "fetch_conll2000",
+    "fetch_ud_treebank",
 ]
 
 _LABEL_RANKING_COMMIT = "1525ae99c97db9f62928143e1cd973fe74ee85a2"
 _MULAN_COMMIT = "43f6389095ad71984264db4387a8074b22bc7d4a"
 _CHU_COMMIT = "b000c2a2c830db1c9144809e8e3643d783ce0c25"
+_NLTK_DATA_COMMIT = "5db857e6f7df11eabb5e5665836db9ec8df07e28"
+_UD_EWT_COMMIT = "15d613d8447b3478787d4c278730a1e48a945efb"
 
 #: Base URL of each cache folder; ``url = BASE_URLS[folder] + relative path``.
 #: Tests replace these with ``file://`` URLs.
@@ -66,6 +83,27 @@ BASE_URLS = {
         "https://raw.githubusercontent.com/bb515/probit/"
         f"{_CHU_COMMIT}/probit/data/"
     ),
+    "ud_english_ewt": (
+        "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/"
+        f"{_UD_EWT_COMMIT}/"
+    ),
+}
+
+#: Cache folders whose files come out of a zip archive:
+#: ``folder -> (archive URL, member name prefix)``; member
+#: ``prefix + relative path`` is extracted to ``<data_home>/<folder>/``.
+#: Tests replace the URL with a ``file://`` URL.
+ARCHIVE_URLS = {
+    "conll2000_chunking": (
+        "https://raw.githubusercontent.com/nltk/nltk_data/"
+        f"{_NLTK_DATA_COMMIT}/packages/corpora/conll2000.zip",
+        "conll2000/",
+    ),
+}
+
+# treebank code -> (cache folder, file name pattern)
+_UD_TREEBANKS = {
+    "en_ewt": ("ud_english_ewt", "en_ewt-ud-{subset}.conllu"),
 }
 
 _MULAN_DATASETS = ("emotions", "scene", "yeast")
@@ -107,8 +145,81 @@ def _fetch_file(folder, relpath, data_home, download_if_missing):
             f"Data file {folder}/{relpath} not found in data_home={home} "
             f"(looked for {path}) and download_if_missing=False."
         )
+    if folder in ARCHIVE_URLS:
+        _download_archive(folder, home)
+        return path
     url = BASE_URLS[folder] + quote(relpath)
     return download(url, path, expected)
+
+
+def _download_archive(folder, home, timeout=60.0):
+    """Download the zip archive of ``folder`` and extract its checked files.
+
+    Every member listed in ``CHECKSUMS[folder]`` that is not yet in the cache
+    is extracted, verified against its SHA-256 and moved into place
+    atomically; on a mismatch nothing is written.
+    """
+    url, prefix = ARCHIVE_URLS[folder]
+    dest_dir = home / folder
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp_zip = tempfile.mkstemp(prefix=".archive.", suffix=".zip.part",
+                                   dir=dest_dir)
+    try:
+        with os.fdopen(fd, "wb") as out, _base.urlopen(url, timeout=timeout) as resp:
+            while True:
+                block = resp.read(1 << 16)
+                if not block:
+                    break
+                out.write(block)
+        try:
+            archive = zipfile.ZipFile(tmp_zip)
+        except zipfile.BadZipFile as exc:
+            raise ChecksumError(
+                f"The file downloaded from {url} is not a valid zip archive "
+                f"({exc}). Nothing was written to {dest_dir}."
+            ) from None
+        with archive:
+            members = set(archive.namelist())
+            payloads = {}
+            for relpath, expected in CHECKSUMS[folder].items():
+                dest = dest_dir.joinpath(*relpath.split("/"))
+                if dest.is_file():
+                    continue
+                member = prefix + relpath
+                if member not in members:
+                    raise ChecksumError(
+                        f"The archive downloaded from {url} has no member "
+                        f"{member!r}; it is not the expected version. Nothing "
+                        f"was written to {dest_dir}."
+                    )
+                data = archive.read(member)
+                actual = hashlib.sha256(data).hexdigest()
+                if actual != expected:
+                    raise ChecksumError(
+                        f"SHA-256 mismatch for {member} extracted from the file "
+                        f"downloaded from {url}: expected {expected}, got "
+                        f"{actual}. Nothing was written to {dest_dir}."
+                    )
+                payloads[dest] = data
+        for dest, data in payloads.items():
+            fd2, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part",
+                                        dir=dest.parent)
+            try:
+                with os.fdopen(fd2, "wb") as fh:
+                    fh.write(data)
+                os.replace(tmp, dest)
+            except BaseException:
+                _unlink(tmp)
+                raise
+    finally:
+        _unlink(tmp_zip)
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _check_name(name, choices, what):
@@ -351,3 +462,138 @@ def fetch_chu_ghahramani(name, n_bins=10, partition=1, data_home=None,
         for split in ("train", "test")
     ]
     return _read_partition_pair(paths[0], paths[1], n_bins)
+
+
+# ---------------------------------------------------------------------------
+# CoNLL-2000 chunking
+# ---------------------------------------------------------------------------
+_CONLL2000_DESCR = """CoNLL-2000 shared task: text chunking (Tjong Kim Sang & Buchholz, 2000).
+
+Wall Street Journal text (Penn Treebank sections 15-18 = train, 8,936
+sentences; section 20 = test, 2,012 sentences) with Brill-tagger POS tags and
+IOB2 chunk tags (B-NP, I-NP, B-VP, ..., O) derived from the treebank.
+Standard metric: chunk span F1 on the test set (conlleval), see
+structlearn.metrics.chunk_f1.  Distributed with the NLTK data; no license is
+stated (WSJ-derived, customarily used for research).
+
+E. F. Tjong Kim Sang and S. Buchholz. Introduction to the CoNLL-2000 shared
+task: Chunking. CoNLL 2000.
+"""
+
+
+def fetch_conll2000(subset="train", data_home=None, download_if_missing=True):
+    """Load the CoNLL-2000 chunking data, downloading it if needed.
+
+    Parameters
+    ----------
+    subset : {"train", "test"}, default="train"
+        The standard split: ``train`` (WSJ sections 15-18, 8,936 sentences,
+        211,727 tokens) or ``test`` (section 20, 2,012 sentences, 47,377
+        tokens).
+    data_home : str or path-like, default=None
+        Cache folder; see :func:`get_data_home`.  The file is
+        ``<data_home>/conll2000_chunking/<subset>.txt``.
+    download_if_missing : bool, default=True
+        Download ``conll2000.zip`` from the pinned nltk_data commit and
+        extract ``train.txt`` and ``test.txt`` when the file is not in the
+        cache.  If False and the file is missing, raise.
+
+    Returns
+    -------
+    data : Bunch
+        With the attributes
+
+        - ``words`` : list of list of str -- the tokens of each sentence;
+        - ``pos`` : list of list of str -- their POS tags (Penn Treebank
+          tag set, assigned by the Brill tagger);
+        - ``chunks`` : list of list of str -- their IOB2 chunk tags
+          (``"B-NP"``, ``"I-NP"``, ``"O"``, ...), the target;
+        - ``filename`` : str, ``DESCR`` : str.
+
+        The three lists are aligned: ``len(words[i]) == len(pos[i]) ==
+        len(chunks[i])``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``subset`` or a malformed file.
+    FileNotFoundError
+        If the file is missing and ``download_if_missing=False``.
+    ChecksumError
+        If the cached or extracted file fails the SHA-256 check.
+
+    Notes
+    -----
+    Evaluate with :func:`structlearn.metrics.chunk_f1` (the ``conlleval``
+    definition of a chunk).
+    """
+    if subset not in ("train", "test"):
+        raise ValueError(f"subset must be 'train' or 'test'; got {subset!r}.")
+    path = _fetch_file("conll2000_chunking", f"{subset}.txt", data_home,
+                       download_if_missing)
+    sentences = read_conll_columns(path, columns=None)
+    if sentences and len(sentences[0][0]) != 3:
+        raise ValueError(
+            f"{path}: expected 3 columns (word, POS, chunk tag); got "
+            f"{len(sentences[0][0])}."
+        )
+    words = [[t[0] for t in s] for s in sentences]
+    pos = [[t[1] for t in s] for s in sentences]
+    chunks = [[t[2] for t in s] for s in sentences]
+    return Bunch(words=words, pos=pos, chunks=chunks, filename=str(path),
+                 DESCR=_CONLL2000_DESCR)
+
+
+# ---------------------------------------------------------------------------
+# Universal Dependencies
+# ---------------------------------------------------------------------------
+def fetch_ud_treebank(treebank="en_ewt", subset="train", data_home=None,
+                      download_if_missing=True):
+    """Load a Universal Dependencies treebank split, downloading it if needed.
+
+    Parameters
+    ----------
+    treebank : {"en_ewt"}, default="en_ewt"
+        Treebank code.  ``"en_ewt"``: English Web Treebank, UD v2.16
+        (train 12,544 / dev 2,001 / test 2,077 sentences), CC BY-SA 4.0.
+    subset : {"train", "dev", "test"}, default="train"
+        The standard split.
+    data_home : str or path-like, default=None
+        Cache folder; see :func:`get_data_home`.  The file is
+        ``<data_home>/ud_english_ewt/en_ewt-ud-<subset>.conllu``.
+    download_if_missing : bool, default=True
+        Download the file from the pinned UD_English-EWT commit when it is
+        not in the cache.
+
+    Returns
+    -------
+    sentences : list of ConlluSentence
+        As returned by :func:`read_conllu`: ``sentence.tokens`` lists the
+        syntactic words (dicts with ``form``, ``upos``, ``head`` (1-based,
+        0 = root), ``deprel``, ...), ``sentence.comments`` the comment lines.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``treebank`` or ``subset``.
+    FileNotFoundError
+        If the file is missing and ``download_if_missing=False``.
+    ChecksumError
+        If the cached or downloaded file fails the SHA-256 check.
+
+    Notes
+    -----
+    Standard protocol: train on train, tune on dev, report the unlabeled
+    attachment score (:func:`structlearn.metrics.uas`, punctuation
+    included) on test.  Cite N. Silveira et al., "A Gold Standard Dependency
+    Corpus for English", LREC 2014.
+    """
+    key = _check_name(treebank, set(_UD_TREEBANKS), "UD treebank")
+    if subset not in ("train", "dev", "test"):
+        raise ValueError(
+            f"subset must be 'train', 'dev' or 'test'; got {subset!r}."
+        )
+    folder, pattern = _UD_TREEBANKS[key]
+    path = _fetch_file(folder, pattern.format(subset=subset), data_home,
+                       download_if_missing)
+    return read_conllu(path)

@@ -3,5 +3,6 @@
 from .multilabel import MultiLabelClassifier
 from .ordinal import OrdinalRegressor
 from .ranking import LabelRanker
+from .sequence import SequenceTagger
 
-__all__ = ["LabelRanker", "OrdinalRegressor", "MultiLabelClassifier"]
+__all__ = ["LabelRanker", "OrdinalRegressor", "MultiLabelClassifier", "SequenceTagger"]

@@ -27,6 +27,9 @@ class StructuredLinearModel(BaseEstimator):
     """
 
     _default_loss = "projection"
+    #: L-BFGS stopping rule: None = projected gradient below ``tol``; an
+    #: integer = relative objective decrease over that many iterations.
+    _lbfgs_period = None
 
     def __init__(self, loss="projection", alpha=1e-3, fit_intercept=True,
                  solver="auto", max_iter=None, tol=None, decoding="calibrated",
@@ -135,7 +138,8 @@ class StructuredLinearModel(BaseEstimator):
         alpha = float(self.alpha)
         if solver == "lbfgs":
             return lbfgs(problem, alpha, z0, tol=tol, verbose=self.verbose,
-                         max_iter=500 if self.max_iter is None else self.max_iter)
+                         max_iter=500 if self.max_iter is None else self.max_iter,
+                         period=self._lbfgs_period)
         if solver == "cutting-plane":
             return cutting_plane(problem, alpha, z0, tol=tol, verbose=self.verbose,
                                  max_iter=300 if self.max_iter is None else self.max_iter)

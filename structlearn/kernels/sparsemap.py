@@ -34,71 +34,166 @@ _RESULT = types.Tuple((types.float64[::1], types.float64[:, ::1], types.float64[
 
 
 @njit(cache=True)
-def _kkt_solve(G, b, m):
-    """Solve the equality-constrained KKT system of Eq. (9).
+def _kkt_solve(G, s, m, H, R, y_hat, d):
+    """Maximise the objective restricted to the affine hull of the active set.
 
-    ``[[G, 1], [1^T, 0]] [y; tau] = [b; 1]`` restricted to the first ``m``
-    active structures.  Returns ``(y, tau)``.  The system is tiny (``m`` is
-    the support size), so Gaussian elimination with partial pivoting is
-    fastest.  The active set is affinely independent in exact arithmetic
-    (Wolfe's min-norm-point argument); if rounding makes a pivot vanish, a
-    least-squares solve takes over.
+    The restricted problem over the weights ``y`` of the ``m`` active vertices
+    is ``max_{1^T y = 1} s^T y - 1/2 y^T G y`` (``s_i = <eta, a_i>``, ``G``
+    the Gram matrix of the *unary* parts), whose KKT system is Eq. (9),
+    ``[[G, 1], [1^T, 0]] [y; tau] = [s; 1]``.  It is solved by the null-space
+    method: with vertex 0 as reference, ``y = e_0 + sum_i w_i (e_i - e_0)``
+    and ``H w = r`` for the reduced Hessian ``H_ij = (u_i - u_0)^T (u_j -
+    u_0)`` (``i, j >= 1``), factorised by Cholesky.
+
+    ``H`` (hence the KKT matrix) is singular exactly when the unary parts of
+    the active vertices are affinely dependent, which happens whenever some
+    parts are not penalised (chains: different tag sequences can have
+    affinely dependent unary indicators).  The factorisation then stops at
+    the first dependent column ``j`` and returns a direction ``d`` with
+    ``sum(d) = 0`` and ``U_A d = 0`` (``d_j = 1``, supported on vertices
+    ``0..j``): the objective is linear along it.
+
+    Returns 0 when solved (``y_hat[:m]`` filled, may have negative entries)
+    and 1 when singular (``d[:m]`` filled).  ``H`` and ``R`` are work arrays.
     """
-    n = m + 1
-    K = np.zeros((n, n))
-    rhs = np.zeros(n)
+    n = m - 1
+    if n == 0:
+        y_hat[0] = 1.0
+        return 0
+    g00 = G[0, 0]
+    gmax = 0.0
     for i in range(m):
-        for j in range(m):
-            K[i, j] = G[i, j]
-        K[i, m] = 1.0
-        K[m, i] = 1.0
-        rhs[i] = b[i]
-    rhs[m] = 1.0
-    A = K.copy()
-    x = rhs.copy()
-    scale = 1.0
+        gmax = max(gmax, G[i, i])
+    hmax = 0.0
+    for i in range(n):
+        gi0 = G[i + 1, 0]
+        for j in range(i + 1):
+            h = (G[i + 1, j + 1] - gi0) - (G[0, j + 1] - g00)
+            H[i, j] = h
+            H[j, i] = h
+        hmax = max(hmax, H[i, i])
+    # A pivot (squared distance of u_j - u_0 to the span of the previous
+    # differences) below this is round-off: the column is dependent.  The
+    # second term covers the cancellation in forming H from G.
+    thr = 1e-10 * hmax + 1e-12 * gmax
+    for j in range(n):
+        for k in range(j):
+            acc = H[j, k]
+            for q in range(k):
+                acc -= R[j, q] * R[k, q]
+            R[j, k] = acc / R[k, k]
+        dj = H[j, j]
+        for q in range(j):
+            dj -= R[j, q] * R[j, q]
+        if dj <= thr:
+            # H[:j, :j] z = -H[:j, j]; since R[:j, :j] R[j, :j]^T = H[:j, j],
+            # only the back substitution R[:j, :j]^T z = -R[j, :j] remains.
+            for i in range(m):
+                d[i] = 0.0
+            for k in range(j - 1, -1, -1):
+                acc = -R[j, k]
+                for q in range(k + 1, j):
+                    acc -= R[q, k] * d[q + 1]
+                d[k + 1] = acc / R[k, k]
+            d[j + 1] = 1.0
+            tot = 0.0
+            for k in range(1, j + 2):
+                tot += d[k]
+            d[0] = -tot
+            return 1
+        R[j, j] = np.sqrt(dj)
+    # Right-hand side r_i = s_i - s_0 - (u_i - u_0)^T u_0, then one step of
+    # iterative refinement (the termination test is on the gradient, so the
+    # residual of this solve matters).
+    r = np.empty(n)
+    for i in range(n):
+        r[i] = (s[i + 1] - s[0]) - (G[i + 1, 0] - g00)
+    w = _chol_solve(R, r, n)
+    res = np.empty(n)
+    for i in range(n):
+        acc = r[i]
+        for j in range(n):
+            acc -= H[i, j] * w[j]
+        res[i] = acc
+    corr = _chol_solve(R, res, n)
+    tot = 0.0
+    for i in range(n):
+        w[i] += corr[i]
+        y_hat[i + 1] = w[i]
+        tot += w[i]
+    y_hat[0] = 1.0 - tot
+    return 0
+
+
+@njit(cache=True)
+def _chol_solve(R, b, n):
+    """Solve ``R R^T x = b`` for the lower-triangular ``R[:n, :n]``."""
+    x = b[:n].copy()
+    for i in range(n):
+        acc = x[i]
+        for k in range(i):
+            acc -= R[i, k] * x[k]
+        x[i] = acc / R[i, i]
+    for i in range(n - 1, -1, -1):
+        acc = x[i]
+        for k in range(i + 1, n):
+            acc -= R[k, i] * x[k]
+        x[i] = acc / R[i, i]
+    return x
+
+
+@njit(cache=True)
+def _compact(V, G, s, y, m, keep):
+    """Keep the active structures with ``keep[i]`` (in order); returns the
+    new size.  ``V``, ``G``, ``s`` and ``y`` are compacted in place."""
+    idx = np.empty(m, dtype=np.int64)
+    k = 0
     for i in range(m):
-        scale = max(scale, abs(G[i, i]))
-    singular = False
-    for c in range(n):
-        piv = c
-        best = abs(A[c, c])
-        for r in range(c + 1, n):
-            if abs(A[r, c]) > best:
-                best = abs(A[r, c])
-                piv = r
-        if best <= 1e-12 * scale:
-            singular = True
-            break
-        if piv != c:
-            for j in range(n):
-                tmp = A[c, j]
-                A[c, j] = A[piv, j]
-                A[piv, j] = tmp
-            tmp = x[c]
-            x[c] = x[piv]
-            x[piv] = tmp
-        for r in range(c + 1, n):
-            f = A[r, c] / A[c, c]
-            if f != 0.0:
-                for j in range(c, n):
-                    A[r, j] -= f * A[c, j]
-                x[r] -= f * x[c]
-    if singular:
-        sol = np.linalg.lstsq(K, rhs)[0]
-        return sol[:m].copy(), sol[m]
-    for c in range(n - 1, -1, -1):
-        acc = x[c]
-        for j in range(c + 1, n):
-            acc -= A[c, j] * x[j]
-        x[c] = acc / A[c, c]
-    return x[:m].copy(), x[m]
+        if keep[i]:
+            idx[k] = i
+            k += 1
+    # idx[a] >= a and increasing: forward copying never overwrites a source.
+    for a in range(k):
+        ia = idx[a]
+        if ia != a:
+            V[a, :] = V[ia, :]
+            s[a] = s[ia]
+            y[a] = y[ia]
+    for a in range(k):
+        for b in range(k):
+            G[a, b] = G[idx[a], idx[b]]
+    return k
 
 
 @njit(_RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
               types.float64), cache=True)
 def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
     """SparseMAP by the active-set method (Algorithm 2 of the paper).
+
+    Each iteration either
+
+    * solves the problem restricted to the affine hull of the active set
+      (:func:`_kkt_solve`); if the solution lies in the simplex it becomes
+      the iterate and the oracle is asked for the vertex of best linearised
+      score, which is added unless the Frank-Wolfe gap
+      ``<grad, a_new - mu> = <eta - [u; 0], a_new - mu>`` is at most
+      ``tol * (1 + max|eta|)`` -- the only convergence test;
+    * otherwise moves towards it until a weight vanishes (Eq. 10) and drops
+      that vertex;
+    * or, when the unary parts of the active vertices are affinely dependent
+      (the KKT matrix is singular -- this happens when some parts are not
+      penalised, e.g. chain transitions), moves along a null-space direction
+      ``d`` (``sum(d) = 0``, ``U_A d = 0``) on which the objective is linear,
+      in its ascent direction, until a weight vanishes, and drops that vertex
+      (a simplex step).  After adding a vertex with a positive gap ``g`` to
+      an optimal, nondegenerate active set the slope along ``d`` is exactly
+      ``g > 0``, so this step strictly improves unless a zero weight blocks.
+
+    If rounding makes the oracle return a vertex that is already active
+    while the gap is still above the tolerance, pairwise Frank-Wolfe steps
+    over the active set (exact line search) take over until a new vertex
+    enters; the solver gives up only when such a step cannot improve the
+    objective in floating point.
 
     Parameters
     ----------
@@ -113,7 +208,7 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
     max_iter : int
         Maximum number of active-set iterations.
     tol : float
-        Tolerance on the Wolfe gap (relative to the score scale).
+        Tolerance on the Frank-Wolfe gap (relative to the score scale).
 
     Returns
     -------
@@ -127,13 +222,20 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
         Iterations used.
     """
     p = eta.shape[0]
-    # Affinely independent vertices in the unary subspace: at most n_unary+1
-    # of them, plus one slot for the candidate being added.
+    # After a KKT solve the active vertices are affinely independent in the
+    # unary subspace: at most n_unary + 1 of them, plus one slot for the
+    # candidate being added (removed again by a null-space step if dependent).
     cap = n_unary + 2
     V = np.zeros((cap, p))
     G = np.zeros((cap, cap))
+    H = np.zeros((cap, cap))
+    R = np.zeros((cap, cap))
     scores = np.zeros(cap)
     y = np.zeros(cap)
+    y_hat = np.zeros(cap)
+    d = np.zeros(cap)
+    lin = np.zeros(cap)
+    keep = np.zeros(cap, dtype=np.bool_)
     out = np.zeros(p)
     oracle(eta, params, out)
     V[0, :] = out
@@ -145,34 +247,81 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
     n_iter = 0
     u = np.zeros(n_unary)
     adj = eta.copy()
+    polish = False
     for it in range(max_iter):
         n_iter = it + 1
-        y_hat, tau = _kkt_solve(G, scores, m)
-        feasible = True
-        for i in range(m):
-            if y_hat[i] < 0.0:
-                feasible = False
-                break
-        if feasible:
+        if not polish:
+            status = _kkt_solve(G, scores, m, H, R, y_hat, d)
+            if status == 1:
+                # Singular KKT system: the objective is linear along d.  Go
+                # uphill (on a flat slope, keep the newest vertex) until a
+                # weight hits zero, and drop that vertex.
+                slope = 0.0
+                for i in range(m):
+                    slope += d[i] * scores[i]
+                if slope < -1e-14 * scale or (abs(slope) <= 1e-14 * scale and d[m - 1] < 0.0):
+                    for i in range(m):
+                        d[i] = -d[i]
+                gamma = np.inf
+                blocking = -1
+                for i in range(m):
+                    if d[i] < 0.0:
+                        step = y[i] / (-d[i])
+                        if step < gamma:
+                            gamma = step
+                            blocking = i
+                if blocking < 0:  # cannot happen: sum(d) = 0, d != 0
+                    break
+                for i in range(m):
+                    y[i] = max(0.0, y[i] + gamma * d[i])
+                    keep[i] = not (i == blocking or (d[i] < 0.0 and y[i] <= 1e-14))
+                m = _compact(V, G, scores, y, m, keep)
+                continue
+            feasible = True
+            for i in range(m):
+                if y_hat[i] < 0.0:
+                    feasible = False
+                    break
+            if not feasible:
+                # Line search (Eq. 10): move towards y_hat until a weight hits 0.
+                gamma = 1.0
+                blocking = -1
+                for i in range(m):
+                    if y_hat[i] < y[i]:
+                        step = y[i] / (y[i] - y_hat[i])
+                        if step < gamma:
+                            gamma = step
+                            blocking = i
+                for i in range(m):
+                    yi = (1.0 - gamma) * y[i] + gamma * y_hat[i]
+                    # drop only weights that went down to zero
+                    keep[i] = not (i == blocking or (y_hat[i] < y[i] and yi <= 1e-14))
+                    y[i] = max(0.0, yi)
+                m = _compact(V, G, scores, y, m, keep)
+                continue
             for i in range(m):
                 y[i] = y_hat[i]
-            # u = M_I y ; look for a structure that improves the objective.
-            u[:] = 0.0
-            for i in range(m):
-                u += y[i] * V[i, :n_unary]
-            adj[:] = eta
-            adj[:n_unary] -= u
-            oracle(adj, params, out)
-            val = np.dot(adj, out)
-            if val <= tau + tol * scale:
+        # u = M_I y ; look for a structure that improves the objective.
+        u[:] = 0.0
+        for i in range(m):
+            u += y[i] * V[i, :n_unary]
+        adj[:] = eta
+        adj[:n_unary] -= u
+        oracle(adj, params, out)
+        # Frank-Wolfe gap <grad, a_new - mu>, with <grad, mu> = s^T y - ||u||^2.
+        lin_mu = -np.dot(u, u)
+        for i in range(m):
+            lin_mu += y[i] * scores[i]
+        gap = np.dot(adj, out) - lin_mu
+        if gap <= tol * scale:
+            break
+        dup = -1
+        for i in range(m):
+            if np.max(np.abs(V[i] - out)) < 1e-12:
+                dup = i
                 break
-            # Already active (numerical stall): stop.
-            dup = False
-            for i in range(m):
-                if np.max(np.abs(V[i] - out)) < 1e-12:
-                    dup = True
-                    break
-            if dup or m >= cap - 1:
+        if dup < 0:
+            if m >= cap:  # cannot happen: H is nonsingular, so m <= n_unary + 1
                 break
             V[m, :] = out
             for i in range(m):
@@ -183,33 +332,42 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
             scores[m] = np.dot(eta, out)
             y[m] = 0.0
             m += 1
-        else:
-            # Line search (Eq. 10): move towards y_hat until a weight hits 0.
-            gamma = 1.0
-            blocking = -1
+            polish = False
+            continue
+        # The best vertex is already active although the gap exceeds the
+        # tolerance: the restricted solution is off by rounding.  Pairwise
+        # step from the active vertex of lowest linearised score to it.
+        for i in range(m):
+            lin[i] = scores[i] - np.dot(V[i, :n_unary], u)
+        away = -1
+        worst = np.inf
+        for i in range(m):
+            if i != dup and y[i] > 0.0 and lin[i] < worst:
+                worst = lin[i]
+                away = i
+        if away < 0:
+            break
+        gpair = lin[dup] - lin[away]
+        if gpair <= 0.0:
+            break
+        du2 = G[dup, dup] - 2.0 * G[dup, away] + G[away, away]
+        gamma = y[away]
+        if du2 > 0.0:
+            gamma = min(gamma, gpair / du2)
+        gain = gamma * gpair - 0.5 * gamma * gamma * max(du2, 0.0)
+        if gamma <= 0.0 or gain <= 1e-15 * scale:
+            break  # no progress possible in floating point
+        y[dup] += gamma
+        y[away] -= gamma
+        if y[away] <= 1e-14:
             for i in range(m):
-                if y_hat[i] < y[i]:
-                    step = y[i] / (y[i] - y_hat[i])
-                    if step < gamma:
-                        gamma = step
-                        blocking = i
-            for i in range(m):
-                y[i] = (1.0 - gamma) * y[i] + gamma * y_hat[i]
-            if blocking >= 0:
-                y[blocking] = 0.0
-            # Drop every structure whose weight vanished (compact in place).
-            k = 0
-            for i in range(m):
-                if y[i] > 1e-14:
-                    if k != i:
-                        V[k, :] = V[i, :]
-                        scores[k] = scores[i]
-                        y[k] = y[i]
-                    k += 1
-            m = k
-            for i in range(m):
-                for j in range(m):
-                    G[i, j] = np.dot(V[i, :n_unary], V[j, :n_unary])
+                keep[i] = i != away
+            m = _compact(V, G, scores, y, m, keep)
+        polish = True
+    # Vertices kept at weight zero are not part of the support.
+    for i in range(m):
+        keep[i] = y[i] > 0.0
+    m = _compact(V, G, scores, y, m, keep)
     total = 0.0
     for i in range(m):
         total += y[i]
@@ -382,3 +540,27 @@ def sparsemap_jvp(vertices, weights, n_unary, d_eta):
     rhs = np.concatenate([V @ np.asarray(d_eta, dtype=float), [0.0]])
     dy = np.linalg.lstsq(K, rhs, rcond=None)[0][:m]
     return M.T @ dy
+
+
+@njit(types.float64[::1](types.float64[::1], types.int64[::1], types.int64[::1], _ORACLE,
+                         types.float64[::1], types.int64[::1], types.int64, types.float64),
+      cache=True, nogil=True)
+def sparsemap_active_set_ragged(theta, part_off, n_unary, oracle, params_flat, params_off,
+                                max_iter, tol):
+    """:func:`sparsemap_active_set` on a flat, ragged batch of structures.
+
+    Structure ``i`` has scores ``theta[part_off[i]:part_off[i + 1]]``, its
+    first ``n_unary[i]`` parts penalised, and oracle parameters
+    ``params_flat[params_off[i]:params_off[i + 1]]``.  Returns the marginals
+    in the same flat layout as ``theta``.
+    """
+    n = part_off.shape[0] - 1
+    mu = np.zeros(theta.shape[0])
+    for i in range(n):
+        a = part_off[i]
+        b = part_off[i + 1]
+        eta = theta[a:b].copy()
+        params = params_flat[params_off[i]:params_off[i + 1]].copy()
+        m, _, _, _ = sparsemap_active_set(eta, n_unary[i], oracle, params, max_iter, tol)
+        mu[a:b] = m
+    return mu

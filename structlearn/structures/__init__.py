@@ -1,9 +1,10 @@
 """Output structures: one class per output space, oracles over part scores."""
 
 from .base import IntractableError, Structure
+from .chain import Chain
 from .cube import Knapsack, UnitCube
 from .order import OrderSimplex
 from .ranking import Birkhoff, Permutahedron
 
 __all__ = ["Structure", "IntractableError", "UnitCube", "Knapsack",
-           "OrderSimplex", "Permutahedron", "Birkhoff"]
+           "OrderSimplex", "Permutahedron", "Birkhoff", "Chain"]

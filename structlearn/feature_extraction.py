@@ -1,0 +1,688 @@
+"""Token feature extraction for sequence models.
+
+:class:`TokenVectorizer` turns a list of sequences into ONE sparse CSR matrix
+holding the tokens of all sequences, one row per token, plus an offsets array
+``tok_off`` (``tok_off[i]:tok_off[i + 1]`` are the rows of sequence ``i``).
+It also records, for every output column, the *template* the column came
+from, so that features can be grouped per template (e.g. for group-sparse
+feature selection).
+
+Two input forms are accepted (they cannot be mixed):
+
+**Feature dicts** (the format of python-crfsuite / sklearn-crfsuite): ``X`` is
+a list of sequences, each a list (or tuple) of per-token dicts.  A dict
+``{key: value}`` yields features as follows (``key`` must be a ``str``):
+
+==========================  ==================================  ============
+value                       feature(s) produced                 value
+==========================  ==================================  ============
+``str`` ``v``               ``"key=v"``                         1.0
+``int`` / ``float`` ``x``   ``"key"``                           ``float(x)``
+``True``                    ``"key"``                           1.0
+``False``                   nothing (absent)                    --
+``dict`` ``{sub: w}``       features of ``{"key:sub": w}``      as for ``w``
+                            (recursively)
+``list``/``tuple``/``set``  one ``"key=s"`` per string ``s``    1.0 each
+of strings
+==========================  ==================================  ============
+
+Notes on the conventions:
+
+* python-crfsuite's documentation describes a string value as
+  ``{"key=value": 1.0}``; its implementation actually joins key and value
+  with ``":"``.  Here the documented ``"="`` is used, so ``"w[0]=the"`` reads
+  unambiguously as "template ``w[0]`` has value ``the``".  A list of strings
+  is treated like several string values (python-crfsuite likewise gives
+  ``{"k": "a"}`` and ``{"k": ["a"]}`` the same attribute), so
+  ``{"k": ["a", "b"]}`` is ``{"k=a": 1, "k=b": 1}``; a string repeated in the
+  list counts once per occurrence (value 2.0 for two); python-crfsuite
+  likewise passes the attribute once per occurrence.
+* Nested dicts join the key path with ``":"`` as python-crfsuite does:
+  ``{"k": {"sub": "v", "n": 2.0}}`` gives ``"k:sub=v"`` (1.0) and ``"k:n"``
+  (2.0).
+* Values equal to 0 (and ``False``) are dropped: the matrix is sparse and a
+  zero feature is the same as an absent one.  A feature that only ever
+  occurs with value 0 does not "occur" for ``min_freq`` and gets no column.
+* The same feature name produced twice for one token (e.g. ``"k": "a"`` and
+  ``"k=a": 1.0``) is summed.
+* numpy scalars (``np.float64``, ``np.int32``, ``np.bool_``, ``np.str_``)
+  are accepted like their Python counterparts.  ``None``, bytes, complex
+  numbers, lists of non-strings and any other type are rejected with a
+  ``ValueError``, as are NaN / infinite values.  python-crfsuite's alternative
+  item format (a bare list of feature-name strings instead of a dict) is not
+  accepted: write ``{name: 1.0}`` or ``{name: True}``.
+
+**Template of a feature** = the *top-level* dict key it came from, whatever
+the value type: ``"w[0]=the"`` belongs to template ``"w[0]"``, ``"len"`` (a
+number) to ``"len"``, and ``"k:sub=v"`` (nested) to ``"k"``.  Nested dicts
+and lists are therefore ways to put a whole bag of features into one group;
+the number of templates is bounded by the number of distinct top-level keys.
+(If two templates produce the same feature name, e.g. key ``"a=b"`` with a
+number and key ``"a"`` with the string ``"b"``, they share one column, which
+is assigned to the template whose name sorts first.)
+
+**Arrays**: ``X`` is a list of 2-D numpy arrays and/or scipy.sparse matrices
+of shape ``(n_tokens_i, d)`` with the same ``d``.  Column ``j`` is its own
+template ``"xj"``; ``min_freq`` and ``n_features`` do not apply.
+
+Output columns are always ordered by template: ``templates_`` is
+non-decreasing, so the columns of template ``g`` form one contiguous block.
+"""
+
+import array
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils import murmurhash3_32
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["TokenVectorizer"]
+
+_INF = float("inf")
+#: inner-table key of the numeric / boolean feature named exactly like its
+#: top-level key (the empty suffix); a tuple never equals a string value.
+_NUM = ("",)
+#: number of buckets of a template hashed with the full 31-bit hash.
+_FULL_HASH = 2 ** 31
+
+
+def _where(i, t):
+    return f"sequence {i}, position {t} (X[{i}][{t}])"
+
+
+def _describe(obj):
+    if isinstance(obj, np.ndarray):
+        return f"a {obj.ndim}-D numpy array of shape {obj.shape}"
+    if sp.issparse(obj):
+        return f"a scipy.sparse matrix of shape {obj.shape}"
+    return f"an object of type {type(obj).__name__}"
+
+
+def _expand_value(v, suffix, i, t, path):
+    """Features of a value that is not a plain str/int/float/bool.
+
+    Returns a list of ``(inner_key, value)`` with ``inner_key = (suffix,)``,
+    the name of the feature being ``top_level_key + suffix``.  ``path`` is the
+    key path for error messages.
+    """
+    if isinstance(v, (bool, np.bool_)):
+        return [((suffix,), 1.0)] if v else []
+    if isinstance(v, str):
+        return [((suffix + "=" + str(v),), 1.0)]
+    if isinstance(v, numbers.Real):
+        try:
+            x = float(v)
+        except (OverflowError, TypeError, ValueError):
+            x = _INF
+        if not (-_INF < x < _INF):
+            raise ValueError(f"{_where(i, t)}: feature {path!r} has a non-finite value "
+                             f"{v!r}; NaN and infinite values are not allowed.")
+        return [((suffix,), x)] if x != 0.0 else []
+    if isinstance(v, Mapping):
+        out = []
+        for sk, sv in v.items():
+            if not isinstance(sk, str):
+                raise ValueError(f"{_where(i, t)}: nested key {sk!r} under {path!r} is "
+                                 f"{type(sk).__name__}; feature keys must be str.")
+            out.extend(_expand_value(sv, suffix + ":" + sk, i, t, path + ":" + sk))
+        return out
+    if isinstance(v, (list, tuple, set, frozenset)):
+        out = []
+        for s in v:
+            if not isinstance(s, str):
+                raise ValueError(f"{_where(i, t)}: feature {path!r} is a "
+                                 f"{type(v).__name__} containing {s!r} of type "
+                                 f"{type(s).__name__}; a list/tuple/set value must hold "
+                                 f"only strings.")
+            out.append(((suffix + "=" + str(s),), 1.0))
+        return out
+    raise ValueError(f"{_where(i, t)}: feature {path!r} has a value of unsupported type "
+                     f"{type(v).__name__} ({v!r}); expected str, int, float, bool, a dict "
+                     f"or a list/tuple/set of str.")
+
+
+def _scan_dicts(X):
+    """One pass over dict tokens.
+
+    Every distinct (top-level key, inner key) gets a *provisional id* in order
+    of first appearance.  Returns ``(table, n_prov, indices, nz_pos, nz_val,
+    indptr, tok_off)`` where ``table[key][inner_key]`` is a provisional id
+    (``inner_key`` is the str value itself, or a 1-tuple ``(suffix,)``, see
+    :func:`_name`), ``indices`` holds the provisional id of every entry, and
+    every entry value is 1.0 except ``data[nz_pos] = nz_val``.
+    """
+    table = {}          # top-level key -> {inner key -> provisional id}
+    n_prov = 0
+    indices = array.array("q")
+    nz_pos = array.array("q")
+    nz_val = array.array("d")
+    indptr = array.array("q", [0])
+    tok_off = array.array("q", [0])
+    add = indices.append
+    add_pos = nz_pos.append
+    add_val = nz_val.append
+    add_row = indptr.append
+    for i, seq in enumerate(X):
+        for t, tok in enumerate(seq):
+            if type(tok) is not dict and not isinstance(tok, Mapping):
+                raise ValueError(
+                    f"{_where(i, t)}: expected a dict of features, got "
+                    f"{_describe(tok)} ({tok!r:.60}). Every token of a dict sequence "
+                    f"must be a dict {{feature_key: value}}.")
+            for k, v in tok.items():
+                inner = table.get(k)
+                if inner is None:
+                    if not isinstance(k, str):
+                        raise ValueError(f"{_where(i, t)}: feature key {k!r} is "
+                                         f"{type(k).__name__}; feature keys must be str.")
+                    inner = table[k] = {}
+                tv = type(v)
+                if tv is str:
+                    j = inner.get(v)
+                    if j is None:
+                        j = inner[v] = n_prov
+                        n_prov += 1
+                    add(j)
+                elif tv is float or tv is int:
+                    if v:
+                        if tv is int:
+                            try:
+                                v = float(v)
+                            except OverflowError:
+                                v = _INF
+                        if not (-_INF < v < _INF):
+                            raise ValueError(
+                                f"{_where(i, t)}: feature {k!r} has a non-finite value "
+                                f"{tok[k]!r}; NaN and infinite values are not allowed.")
+                        j = inner.get(_NUM)
+                        if j is None:
+                            j = inner[_NUM] = n_prov
+                            n_prov += 1
+                        if v != 1.0:
+                            add_pos(len(indices))
+                            add_val(v)
+                        add(j)
+                elif tv is bool:
+                    if v:
+                        j = inner.get(_NUM)
+                        if j is None:
+                            j = inner[_NUM] = n_prov
+                            n_prov += 1
+                        add(j)
+                else:
+                    for key2, x in _expand_value(v, "", i, t, k):
+                        j = inner.get(key2)
+                        if j is None:
+                            j = inner[key2] = n_prov
+                            n_prov += 1
+                        if x != 1.0:
+                            add_pos(len(indices))
+                            add_val(x)
+                        add(j)
+            add_row(len(indices))
+        tok_off.append(len(indptr) - 1)
+    return table, n_prov, indices, nz_pos, nz_val, indptr, tok_off
+
+
+def _name(k, inner_key):
+    """Feature name of an inner-table entry of top-level key ``k``."""
+    return k + ("=" + inner_key if type(inner_key) is str else inner_key[0])
+
+
+def _named_entries(table, k):
+    """Sorted ``(name, provisional id)`` pairs of template ``k``."""
+    eq = k + "="
+    return sorted([(eq + s if type(s) is str else k + s[0], p)
+                   for s, p in table[k].items()])
+
+
+def _assemble(col_of_prov, indices, nz_pos, nz_val, indptr, n_cols, dtype=np.float64):
+    """CSR of the scanned entries with provisional ids mapped through
+    ``col_of_prov`` (entries mapped to -1 are dropped); duplicates summed,
+    explicit zeros removed, indices sorted."""
+    indptr = np.frombuffer(indptr, dtype=np.int64)
+    n_rows = len(indptr) - 1
+    idx = np.frombuffer(indices, dtype=np.int64)
+    data = np.ones(len(idx), dtype=np.float64)
+    if len(nz_pos):
+        data[np.frombuffer(nz_pos, dtype=np.int64)] = np.frombuffer(nz_val, dtype=np.float64)
+    idx = np.asarray(col_of_prov, dtype=np.int64)[idx] if len(idx) else idx.copy()
+    keep = idx >= 0
+    if not keep.all():
+        cum = np.concatenate(([0], np.cumsum(keep)))
+        indptr = cum[indptr]
+        idx = idx[keep]
+        data = data[keep]
+    index_dtype = np.int32 if max(n_cols, len(idx)) < 2 ** 31 - 1 else np.int64
+    M = sp.csr_matrix((data, idx.astype(index_dtype), indptr.astype(index_dtype)),
+                      shape=(n_rows, n_cols))
+    M.sum_duplicates()
+    M.eliminate_zeros()
+    if M.dtype != dtype:
+        M = M.astype(dtype)
+    return M
+
+
+def _water_fill(counts, budget):
+    """Bucket count of every template for feature hashing.
+
+    ``counts[g]`` is the number of distinct features of template ``g`` seen in
+    fit.  Templates with at most the water level ``L`` distinct features are
+    hashed with the full 31-bit hash (they cannot produce more than
+    ``counts[g]`` columns anyway, and collisions are then negligible); the
+    remaining budget is split evenly among the larger templates, each getting
+    ``L`` or ``L + 1`` buckets.  The total number of columns is thus at most
+    ``budget``.
+    """
+    n = len(counts)
+    mods = np.empty(n, dtype=np.int64)
+    remaining, m = budget, n
+    order = np.argsort(counts, kind="stable")
+    for rank, g in enumerate(order):
+        c = int(counts[g])
+        if c <= remaining // m:
+            mods[g] = _FULL_HASH
+            remaining -= c
+            m -= 1
+            continue
+        rest = order[rank:]
+        level, extra = divmod(remaining, m)
+        mods[rest] = level
+        mods[rest[:extra]] += 1
+        break
+    return mods
+
+
+def _virtual_ids(table, n_prov, gid, mods, offsets):
+    """Hashed id (template offset + bucket) of every provisional feature; -1
+    for templates not in ``gid``."""
+    out = [-1] * n_prov
+    mods = mods.tolist()
+    offsets = offsets.tolist()
+    for k, inner in table.items():
+        g = gid.get(k)
+        if g is None:
+            continue
+        off, mod = offsets[g], mods[g]
+        for s, p in inner.items():
+            out[p] = off + murmurhash3_32(_name(k, s), positive=True) % mod
+    return np.asarray(out, dtype=np.int64)
+
+
+class TokenVectorizer(BaseEstimator):
+    """Sparse token-feature matrix, with the template of every column.
+
+    See the module docstring for how feature dicts are turned into features
+    and what a template is.
+
+    Parameters
+    ----------
+    min_freq : int, default=1
+        Keep only features occurring (with a non-zero value) in at least this
+        many tokens of the data passed to ``fit``.  With hashing the count is
+        per hashed column.  Ignored for array input.
+    n_features : int or None, default=None
+        ``None``: one column per distinct feature seen in fit (a vocabulary).
+        An int: feature hashing with at most ``n_features`` columns, so the
+        fitted vectorizer and the model built on it stay bounded however many
+        distinct features there are.  Every column still belongs to exactly one
+        template: each template seen in fit gets its own range of hash
+        buckets (see ``hash_moduli_``); only buckets occupied in fit become
+        columns.  Templates with few distinct features get the full 31-bit
+        hash range (practically collision-free), the larger ones share the rest
+        of the budget evenly.  ``n_features`` must be at least the number of
+        templates.  Features of templates unseen in fit, and features falling
+        into a bucket left empty in fit, are dropped at transform.  (Fit and
+        transform still build a transient table of the distinct names in the
+        data they are given, which is smaller than the dicts themselves.)
+        Ignored for array input.
+    dtype : numpy float dtype, default=np.float64
+        dtype of the output matrix.
+
+    Attributes
+    ----------
+    input_type_ : {"dict", "array"}
+        Input form seen in fit.
+    vocabulary_ : dict or None
+        Feature name -> column (dict input without hashing), else None.
+    feature_names_out_ : ndarray of str objects
+        Name of every column.  With hashing: ``"<template>#<bucket>"``, the
+        bucket being numbered within the template's range.  For arrays:
+        ``"x0", "x1", ...``.
+    template_names_ : list of str
+        Sorted names of the templates that produced a non-zero feature in fit
+        (for arrays ``"x0", "x1", ...``, one per column).  A template whose
+        features were all removed by ``min_freq`` stays listed but owns no
+        column (``np.bincount(templates_, minlength=len(template_names_))``
+        can contain zeros).
+    templates_ : ndarray of int64
+        ``templates_[j]`` is the index in ``template_names_`` of column ``j``'s
+        template; non-decreasing.
+    hash_moduli_ : ndarray of int64 or None
+        With hashing, number of hash buckets of each template; else None.
+    hash_buckets_ : ndarray of int64 or None
+        With hashing, the (template offset + bucket) id of each column, sorted.
+    n_features_in_ : int
+        Number of input columns (array input only).
+
+    Examples
+    --------
+    >>> X = [[{"w": "the", "len": 3}, {"w": "cat", "len": 3, "cap": False}], []]
+    >>> Xtok, tok_off = TokenVectorizer().fit_transform(X)
+    >>> Xtok.shape, tok_off.tolist()
+    ((2, 3), [0, 2, 2])
+    """
+
+    def __init__(self, min_freq=1, n_features=None, dtype=np.float64):
+        self.min_freq = min_freq
+        self.n_features = n_features
+        self.dtype = dtype
+
+    # ---------------------------------------------------------- validation
+    def _check_params(self):
+        if (not isinstance(self.min_freq, numbers.Integral) or isinstance(self.min_freq, bool)
+                or self.min_freq < 1):
+            raise ValueError(f"min_freq must be an integer >= 1, got {self.min_freq!r}.")
+        if self.n_features is not None and (
+                not isinstance(self.n_features, numbers.Integral)
+                or isinstance(self.n_features, bool) or self.n_features < 1):
+            raise ValueError(f"n_features must be None or an integer >= 1, "
+                             f"got {self.n_features!r}.")
+        try:
+            dtype = np.dtype(self.dtype)
+        except TypeError:
+            dtype = None
+        if dtype is None or dtype.kind != "f":
+            raise ValueError(f"dtype must be a numpy floating dtype, got {self.dtype!r}.")
+        return dtype
+
+    @staticmethod
+    def _input_type(X):
+        """'dict', 'array', or None when every sequence is an empty list/tuple
+        (compatible with both); raises ValueError for anything else."""
+        if isinstance(X, (str, bytes)):
+            raise ValueError(
+                f"X must be a list of sequences, got a {type(X).__name__}. Expected a "
+                f"list whose items are sequences: lists of per-token feature dicts, or "
+                f"2-D arrays / sparse matrices of shape (n_tokens, n_features).")
+        if isinstance(X, np.ndarray) or sp.issparse(X):
+            raise ValueError(
+                f"X must be a list of sequences, got {_describe(X)}. Pass a list of 2-D "
+                f"arrays or sparse matrices, one (n_tokens, n_features) block per "
+                f"sequence (a single sequence: [X]).")
+        if isinstance(X, Mapping) or not isinstance(X, (list, tuple)):
+            raise ValueError(
+                f"X must be a list of sequences, got {_describe(X)}. Expected a list "
+                f"whose items are lists of per-token feature dicts, or 2-D arrays / "
+                f"sparse matrices of shape (n_tokens, n_features).")
+        if len(X) == 0:
+            raise ValueError("X is empty: expected at least one sequence.")
+        first_dict = first_array = None
+        for i, seq in enumerate(X):
+            if isinstance(seq, np.ndarray) or sp.issparse(seq):
+                if first_array is None:
+                    first_array = i
+            elif isinstance(seq, (list, tuple)):
+                if len(seq) and first_dict is None:
+                    first_dict = i
+            elif isinstance(seq, Mapping):
+                raise ValueError(
+                    f"sequence {i} (X[{i}]) is a dict; X must be a list of sequences, "
+                    f"each a list of per-token feature dicts. If X is a single sequence, "
+                    f"wrap it in a list: [X].")
+            else:
+                raise ValueError(
+                    f"sequence {i} (X[{i}]) is {_describe(seq)}; each sequence must be a "
+                    f"list of per-token feature dicts, or a 2-D array / sparse matrix of "
+                    f"shape (n_tokens, n_features).")
+            if first_dict is not None and first_array is not None:
+                raise ValueError(
+                    f"X mixes sequences of feature dicts (e.g. sequence {first_dict}) and "
+                    f"arrays / sparse matrices (e.g. sequence {first_array}); use one form "
+                    f"for all sequences.")
+        if first_array is not None:
+            return "array"
+        return "dict" if first_dict is not None else None   # None: only empty lists
+
+    @staticmethod
+    def _scan_arrays(X, n_cols=None):
+        """Validate array sequences and stack them; returns (csr, tok_off)."""
+        blocks = []
+        lengths = np.zeros(len(X), dtype=np.int64)
+        any_sparse = False
+        for i, seq in enumerate(X):
+            if isinstance(seq, (list, tuple)):   # empty list: a 0-token sequence
+                lengths[i] = 0
+                continue
+            if sp.issparse(seq):
+                if seq.ndim != 2:
+                    raise ValueError(f"sequence {i} (X[{i}]) is {seq.ndim}-D; expected "
+                                     f"a 2-D matrix (n_tokens, n_features).")
+                if seq.dtype.kind not in "biuf":
+                    raise ValueError(f"sequence {i} (X[{i}]) has dtype {seq.dtype}; "
+                                     f"expected a real numeric dtype.")
+                block = sp.csr_matrix(seq, dtype=np.float64)
+                any_sparse = True
+                bad = ~np.isfinite(block.data)
+                if bad.any():
+                    row = int(np.searchsorted(block.indptr, np.flatnonzero(bad)[0],
+                                              side="right") - 1)
+                    raise ValueError(f"{_where(i, row)}: the sparse matrix contains NaN "
+                                     f"or infinite values.")
+            else:
+                if seq.ndim != 2:
+                    raise ValueError(f"sequence {i} (X[{i}]) is a {seq.ndim}-D array of "
+                                     f"shape {seq.shape}; expected a 2-D array (n_tokens, "
+                                     f"n_features), one row per token.")
+                if seq.dtype.kind not in "biuf":
+                    raise ValueError(f"sequence {i} (X[{i}]) has dtype {seq.dtype}; "
+                                     f"expected a real numeric dtype.")
+                block = np.asarray(seq, dtype=np.float64)
+                bad_rows = ~np.isfinite(block).all(axis=1)
+                if bad_rows.any():
+                    row = int(np.flatnonzero(bad_rows)[0])
+                    raise ValueError(f"{_where(i, row)}: the array contains NaN or "
+                                     f"infinite values.")
+            if n_cols is None:
+                n_cols = block.shape[1]
+            elif block.shape[1] != n_cols:
+                raise ValueError(f"sequence {i} (X[{i}]) has {block.shape[1]} columns, "
+                                 f"expected {n_cols} (as the previous sequences / as in "
+                                 f"fit).")
+            lengths[i] = block.shape[0]
+            blocks.append(block)
+        if n_cols is None:   # only empty lists
+            n_cols = 0
+        tok_off = np.zeros(len(X) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=tok_off[1:])
+        if not blocks:
+            return sp.csr_matrix((0, n_cols), dtype=np.float64), tok_off
+        if any_sparse:
+            M = sp.vstack([sp.csr_matrix(b) for b in blocks], format="csr")
+        else:
+            M = sp.csr_matrix(np.vstack(blocks))
+        M.sum_duplicates()
+        M.eliminate_zeros()
+        return M, tok_off
+
+    # ----------------------------------------------------------------- fit
+    def fit(self, X, y=None):
+        """Learn the columns (and their templates) from ``X``.
+
+        Parameters
+        ----------
+        X : list of sequences
+            Lists of per-token feature dicts, or 2-D arrays / sparse matrices.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._fit(X, transform=False)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit, then return ``(Xtok, tok_off)`` for ``X`` (one scan of ``X``).
+
+        Returns
+        -------
+        Xtok : scipy.sparse.csr_matrix of shape (n_tokens_total, n_columns)
+        tok_off : ndarray of int64, shape (len(X) + 1,)
+        """
+        return self._fit(X, transform=True)
+
+    def _fit(self, X, transform):
+        dtype = self._check_params()
+        kind = self._input_type(X) or "dict"
+        hash_moduli = hash_buckets = vocabulary = None
+        if kind == "array":
+            M, tok_off = self._scan_arrays(X)
+            d = M.shape[1]
+            if d == 0:
+                raise ValueError("X has no columns (or only empty sequences): no "
+                                 "features to learn.")
+            template_names = [f"x{j}" for j in range(d)]
+            templates = np.arange(d, dtype=np.int64)
+            names = np.array(template_names, dtype=object)
+            state = dict(n_features_in_=d)
+            if M.dtype != dtype:
+                M = M.astype(dtype)
+        else:
+            table, n_prov, indices, nz_pos, nz_val, indptr, tok_off = _scan_dicts(X)
+            if not n_prov:
+                raise ValueError("X contains no features (no token has a non-zero "
+                                 "feature): nothing to learn.")
+            cand_tmpl = sorted(k for k, inner in table.items() if inner)
+            if self.n_features is None:
+                # column identity = feature name, columns ordered by (template,
+                # name); a name produced by several templates goes to the
+                # first of them in sorted order.
+                vocab = {}
+                cand_group = []
+                col_of_prov = [0] * n_prov
+                for g, k in enumerate(cand_tmpl):
+                    for name, p in _named_entries(table, k):
+                        c = vocab.get(name)
+                        if c is None:
+                            c = vocab[name] = len(cand_group)
+                            cand_group.append(g)
+                        col_of_prov[p] = c
+                cand_group = np.asarray(cand_group, dtype=np.int64)
+            else:
+                if self.n_features < len(cand_tmpl):
+                    raise ValueError(
+                        f"n_features={self.n_features} is smaller than the number of "
+                        f"templates seen in fit ({len(cand_tmpl)}); every template needs "
+                        f"at least one column.")
+                gid = {k: g for g, k in enumerate(cand_tmpl)}
+                counts = np.array([len({_name(k, s) for s in table[k]}) for k in cand_tmpl],
+                                  dtype=np.int64)
+                mods = _water_fill(counts, int(self.n_features))
+                offsets = np.concatenate(([0], np.cumsum(mods)))
+                virt = _virtual_ids(table, n_prov, gid, mods, offsets)
+                cand_virt, col_of_prov = np.unique(virt, return_inverse=True)
+                cand_group = np.searchsorted(offsets, cand_virt, side="right") - 1
+            M = _assemble(col_of_prov, indices, nz_pos, nz_val, indptr,
+                          len(cand_group), dtype)
+            tok_off = np.frombuffer(tok_off, dtype=np.int64).copy()
+            counts = np.bincount(M.indices, minlength=M.shape[1])
+            keep = counts >= self.min_freq
+            if not keep.any():
+                raise ValueError(f"no feature occurs in at least min_freq={self.min_freq} "
+                                 f"tokens; lower min_freq.")
+            if not keep.all():
+                new_col = np.cumsum(keep) - 1
+                new_col[~keep] = -1
+                ent = keep[M.indices]
+                cum = np.concatenate(([0], np.cumsum(ent)))
+                M = sp.csr_matrix((M.data[ent], new_col[M.indices[ent]].astype(M.indices.dtype),
+                                   cum[M.indptr].astype(M.indptr.dtype)),
+                                  shape=(M.shape[0], int(keep.sum())))
+                M.has_sorted_indices = True
+            templates = cand_group[keep]
+            template_names = list(cand_tmpl)
+            if self.n_features is None:
+                # vocab's insertion order is the column order
+                if keep.all():
+                    kept_names = list(vocab)
+                    vocabulary = vocab
+                else:
+                    kept_names = [n for n, kp in zip(vocab, keep.tolist()) if kp]
+                    vocabulary = {n: j for j, n in enumerate(kept_names)}
+                names = np.array(kept_names, dtype=object)
+            else:
+                hash_moduli = mods
+                hash_buckets = cand_virt[keep]
+                local = hash_buckets - offsets[templates]
+                names = np.array([f"{template_names[g]}#{b}"
+                                  for g, b in zip(templates.tolist(), local.tolist())],
+                                 dtype=object)
+            state = {}
+        # everything succeeded: only now touch the estimator's state
+        for attr in ("n_features_in_",):
+            if attr in self.__dict__:
+                delattr(self, attr)
+        self.input_type_ = kind
+        self.vocabulary_ = vocabulary
+        self.feature_names_out_ = names
+        self.template_names_ = template_names
+        self.templates_ = np.asarray(templates, dtype=np.int64)
+        self.hash_moduli_ = hash_moduli
+        self.hash_buckets_ = hash_buckets
+        for attr, value in state.items():
+            setattr(self, attr, value)
+        if transform:
+            return M, tok_off
+        return None
+
+    # ----------------------------------------------------------- transform
+    def transform(self, X):
+        """Encode ``X`` with the columns learnt in fit.
+
+        Features unseen in fit (or of templates unseen in fit) are dropped.
+
+        Returns
+        -------
+        Xtok : scipy.sparse.csr_matrix of shape (n_tokens_total, n_columns)
+        tok_off : ndarray of int64, shape (len(X) + 1,)
+            Rows ``tok_off[i]:tok_off[i + 1]`` of ``Xtok`` are sequence ``i``.
+        """
+        check_is_fitted(self, "templates_")
+        dtype = self._check_params()
+        kind = self._input_type(X) or self.input_type_
+        if kind != self.input_type_:
+            raise ValueError(
+                f"X holds {'arrays' if kind == 'array' else 'feature dicts'} but the "
+                f"vectorizer was fitted on "
+                f"{'arrays' if self.input_type_ == 'array' else 'feature dicts'}.")
+        if kind == "array":
+            M, tok_off = self._scan_arrays(X, n_cols=self.n_features_in_)
+            if M.shape[1] != self.n_features_in_:   # only empty sequences
+                M = sp.csr_matrix((M.shape[0], self.n_features_in_))
+            return M.astype(dtype, copy=False), tok_off
+        table, n_prov, indices, nz_pos, nz_val, indptr, tok_off = _scan_dicts(X)
+        n_cols = len(self.templates_)
+        if self.vocabulary_ is not None:
+            get = self.vocabulary_.get
+            col_of_prov = [-1] * n_prov
+            for k, inner in table.items():
+                for s, p in inner.items():
+                    col_of_prov[p] = get(_name(k, s), -1)
+        else:
+            gid = {k: g for g, k in enumerate(self.template_names_)}
+            mods = self.hash_moduli_
+            offsets = np.concatenate(([0], np.cumsum(mods)))
+            virt = _virtual_ids(table, n_prov, gid, mods, offsets)
+            pos = np.minimum(np.searchsorted(self.hash_buckets_, virt), n_cols - 1)
+            col_of_prov = np.where((virt >= 0) & (self.hash_buckets_[pos] == virt), pos, -1)
+        M = _assemble(col_of_prov, indices, nz_pos, nz_val, indptr, n_cols, dtype)
+        return M, np.frombuffer(tok_off, dtype=np.int64).copy()
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output columns (see ``feature_names_out_``)."""
+        check_is_fitted(self, "templates_")
+        return self.feature_names_out_.copy()

@@ -1,0 +1,863 @@
+"""Linear-chain (sequence labelling) kernels on a flat, ragged batch layout.
+
+A batch holds ``n`` sequences of lengths ``L_i >= 1`` over ``K >= 1`` tags.
+
+* ``tok_off`` (int64, ``n + 1``): token offsets, ``tok_off[0] = 0``; the tags
+  of sequence ``i`` are ``y[tok_off[i]:tok_off[i + 1]]`` in flat int64 arrays.
+* ``part_off`` (int64, ``n + 1``): part offsets; the block of sequence ``i``
+  has ``L_i K + K K + 2 K`` entries.  Inside the block starting at ``base``:
+
+  - ``unary[t, k]`` at ``base + t K + k``,
+  - ``trans[a, b]`` (tag ``a`` at ``t - 1`` followed by ``b`` at ``t``) at
+    ``base + L K + a K + b``,
+  - ``start[k]`` at ``base + L K + K K + k``,
+  - ``end[k]`` at ``base + L K + K K + K + k``.
+
+The score of a tag sequence is ``sum_t unary[t, y_t] + sum_{t >= 1}
+trans[y_{t-1}, y_t] + start[y_0] + end[y_{L-1}]``, i.e. ``<theta, phi(y)>``
+with the vertex ``phi(y)`` in the same layout (unary indicators, transition
+*counts*, start and end one-hots).  The unaries come first in every block,
+so ``n_unary = L K`` is exactly the solver convention of
+:mod:`structlearn.kernels.sparsemap` (only unaries are penalised).
+
+Scores are assumed finite; all max/log-sum-exp recursions subtract their
+running maximum, so large magnitudes (``|theta| ~ 1e6``) give no overflow
+and no NaN.  :func:`forward_backward_batch` runs scaled-probability
+recursions and falls back to log space per sequence when the score range is
+too large for them (or a normaliser underflows).
+
+Tie-breaking (all argmax computations use strict ``>`` in increasing index
+order, so the *lowest* index wins):
+
+* Viterbi picks the lowest final tag, then while backtracking the lowest
+  best predecessor.  Among exactly tied optima this returns the sequence that
+  is smallest in *reverse* lexicographic order (compare ``y_{L-1}`` first,
+  then ``y_{L-2}``, ...).
+* Backward pointers (used by max-marginal violators and :func:`second_best_batch`)
+  pick the lowest best successor.
+* :func:`second_best_batch` scans deviation positions left to right and
+  tags upwards; :func:`poslearn_batch` takes the lowest violating tag;
+  :func:`slack_violator_batch` the smallest number of errors.
+
+The batch kernels are plain loops over sequences and release the GIL
+(``nogil=True``): as for the other kernels of this package, callers split
+batches across threads (joblib threading backend), and ``parallel=True``
+would tie them to numba's threading layer (the default workqueue layer is
+not safe to enter from several threads at once).
+"""
+
+import numpy as np
+from numba import njit
+
+from .sparsemap import ORACLE_SIGNATURE
+
+NEG_INF = -np.inf
+
+
+# ------------------------------------------------------------------ helpers
+@njit(cache=True, nogil=True)
+def _forward_max(theta, base, L, K):
+    """Forward Viterbi table ``delta[t, k]`` (best prefix score ending in tag
+    ``k`` at ``t``, unary included) and back-pointers ``bp[t, k]``."""
+    tr = base + L * K
+    st = tr + K * K
+    delta = np.empty((L, K))
+    bp = np.zeros((L, K), dtype=np.int64)
+    for k in range(K):
+        delta[0, k] = theta[st + k] + theta[base + k]
+    for t in range(1, L):
+        # a outer, b inner: rows of ``trans`` are read contiguously; strict
+        # ``>`` with increasing a keeps the lowest best predecessor.
+        d0 = delta[t - 1, 0]
+        for b in range(K):
+            delta[t, b] = d0 + theta[tr + b]
+        for a in range(1, K):
+            da = delta[t - 1, a]
+            row = tr + a * K
+            for b in range(K):
+                v = da + theta[row + b]
+                if v > delta[t, b]:
+                    delta[t, b] = v
+                    bp[t, b] = a
+        u = base + t * K
+        for b in range(K):
+            delta[t, b] += theta[u + b]
+    return delta, bp
+
+
+@njit(cache=True, nogil=True)
+def _backward_max(theta, base, L, K):
+    """Backward Viterbi table ``gamma[t, k]`` (best score of positions
+    ``t + 1 ..`` plus ``end``, given tag ``k`` at ``t``; unary of ``t`` not
+    included) and successor pointers ``bp[t, k]``."""
+    tr = base + L * K
+    en = tr + K * K + K
+    gamma = np.empty((L, K))
+    bp = np.zeros((L, K), dtype=np.int64)
+    for k in range(K):
+        gamma[L - 1, k] = theta[en + k]
+    nxt = np.empty(K)
+    for t in range(L - 2, -1, -1):
+        u = base + (t + 1) * K
+        for b in range(K):
+            nxt[b] = theta[u + b] + gamma[t + 1, b]
+        for a in range(K):
+            row = tr + a * K
+            best = theta[row] + nxt[0]
+            arg = 0
+            for b in range(1, K):
+                v = theta[row + b] + nxt[b]
+                if v > best:
+                    best = v
+                    arg = b
+            gamma[t, a] = best
+            bp[t, a] = arg
+    return gamma, bp
+
+
+@njit(cache=True, nogil=True)
+def _viterbi_into(theta, base, L, K, y, yoff):
+    """Write the Viterbi sequence of one block into ``y[yoff:yoff + L]``;
+    returns its score."""
+    delta, bp = _forward_max(theta, base, L, K)
+    en = base + L * K + K * K + K
+    best = delta[L - 1, 0] + theta[en]
+    k = 0
+    for j in range(1, K):
+        v = delta[L - 1, j] + theta[en + j]
+        if v > best:
+            best = v
+            k = j
+    y[yoff + L - 1] = k
+    for t in range(L - 1, 0, -1):
+        k = bp[t, k]
+        y[yoff + t - 1] = k
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _score_seq(theta, base, L, K, y, yoff):
+    tr = base + L * K
+    st = tr + K * K
+    en = st + K
+    s = theta[st + y[yoff]] + theta[en + y[yoff + L - 1]]
+    for t in range(L):
+        s += theta[base + t * K + y[yoff + t]]
+    for t in range(1, L):
+        s += theta[tr + y[yoff + t - 1] * K + y[yoff + t]]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _add_encoding(y, yoff, L, K, out, base, w):
+    """``out[block] += w * phi(y)`` for one sequence."""
+    tr = base + L * K
+    st = tr + K * K
+    en = st + K
+    for t in range(L):
+        out[base + t * K + y[yoff + t]] += w
+    for t in range(1, L):
+        out[tr + y[yoff + t - 1] * K + y[yoff + t]] += w
+    out[st + y[yoff]] += w
+    out[en + y[yoff + L - 1]] += w
+
+
+@njit(cache=True, nogil=True)
+def _lse(x, n):
+    m = x[0]
+    for i in range(1, n):
+        if x[i] > m:
+            m = x[i]
+    if m == NEG_INF:
+        return NEG_INF
+    acc = 0.0
+    for i in range(n):
+        acc += np.exp(x[i] - m)
+    return m + np.log(acc)
+
+
+# ------------------------------------------------------------ batch kernels
+@njit(cache=True, nogil=True)
+def encode_batch(y, part_off, tok_off, K):
+    """Vertex vectors ``phi(y_i)`` of a batch, flat in the block layout."""
+    n = tok_off.shape[0] - 1
+    phi = np.zeros(part_off[n])
+    for i in range(n):
+        L = tok_off[i + 1] - tok_off[i]
+        _add_encoding(y, tok_off[i], L, K, phi, part_off[i], 1.0)
+    return phi
+
+
+@njit(cache=True, nogil=True)
+def score_batch(theta, y, part_off, tok_off, K):
+    """Scores ``<theta_i, phi(y_i)>`` of the given sequences, shape ``(n,)``."""
+    n = tok_off.shape[0] - 1
+    s = np.empty(n)
+    for i in range(n):
+        L = tok_off[i + 1] - tok_off[i]
+        s[i] = _score_seq(theta, part_off[i], L, K, y, tok_off[i])
+    return s
+
+
+@njit(cache=True, nogil=True)
+def viterbi_batch(theta, part_off, tok_off, K):
+    """MAP tag sequences (flat int64), ``O(L K^2)`` each.
+
+    Ties: lowest final tag, then lowest best predecessor while backtracking
+    (reverse-lexicographically smallest optimum).
+    """
+    n = tok_off.shape[0] - 1
+    y = np.empty(tok_off[n], dtype=np.int64)
+    for i in range(n):
+        L = tok_off[i + 1] - tok_off[i]
+        _viterbi_into(theta, part_off[i], L, K, y, tok_off[i])
+    return y
+
+
+# Largest total score range (transitions + worst token's unaries + start +
+# end, each ``max - min``) for which the scaled-probability forward-backward
+# is used.  Below it every scaled forward / backward entry is a normal float
+# (``alpha_hat >= exp(-range) / K^2``, ``beta_hat >= exp(-range) / K``,
+# ``beta_hat <= K^2 exp(range)``), so the fast path keeps full relative
+# accuracy; above it (or on any bad normaliser) the sequence is recomputed
+# in log space.
+_SCALED_MAX_RANGE = 600.0
+_TINY = 2.2250738585072014e-308  # smallest normal double
+
+
+@njit(cache=True, nogil=True)
+def _fb_logspace_seq(theta, base, L, K, mu):
+    """Log-space forward-backward of one block: writes its marginals into
+    ``mu[base:base + L K + K K + 2 K]`` (overwriting) and returns ``logZ``.
+    ``O(L K^2)`` exponentials; robust to any finite magnitude."""
+    tr = base + L * K
+    st = tr + K * K
+    en = st + K
+    for j in range(base, en + K):
+        mu[j] = 0.0
+    alpha = np.empty((L, K))
+    beta = np.empty((L, K))
+    mx = np.empty(K)
+    acc = np.empty(K)
+    for k in range(K):
+        alpha[0, k] = theta[st + k] + theta[base + k]
+    for t in range(1, L):
+        for b in range(K):
+            mx[b] = alpha[t - 1, 0] + theta[tr + b]
+        for a in range(1, K):
+            row = tr + a * K
+            for b in range(K):
+                v = alpha[t - 1, a] + theta[row + b]
+                if v > mx[b]:
+                    mx[b] = v
+        acc[:] = 0.0
+        for a in range(K):
+            row = tr + a * K
+            for b in range(K):
+                acc[b] += np.exp(alpha[t - 1, a] + theta[row + b] - mx[b])
+        u = base + t * K
+        for b in range(K):
+            alpha[t, b] = theta[u + b] + mx[b] + np.log(acc[b])
+    for k in range(K):
+        beta[L - 1, k] = theta[en + k]
+    nxt = np.empty(K)
+    for t in range(L - 2, -1, -1):
+        u = base + (t + 1) * K
+        for b in range(K):
+            nxt[b] = theta[u + b] + beta[t + 1, b]
+        for a in range(K):
+            row = tr + a * K
+            for b in range(K):
+                acc[b] = theta[row + b] + nxt[b]
+            beta[t, a] = _lse(acc, K)
+    for k in range(K):
+        acc[k] = alpha[L - 1, k] + theta[en + k]
+    lz = _lse(acc, K)
+    for t in range(L):
+        u = base + t * K
+        for k in range(K):
+            mu[u + k] = np.exp(alpha[t, k] + beta[t, k] - lz)
+    for t in range(1, L):
+        u = base + t * K
+        for b in range(K):
+            nxt[b] = theta[u + b] + beta[t, b] - lz
+        for a in range(K):
+            row = tr + a * K
+            at = alpha[t - 1, a]
+            for b in range(K):
+                mu[row + b] += np.exp(at + theta[row + b] + nxt[b])
+    for k in range(K):
+        mu[st + k] = mu[base + k]
+        mu[en + k] = mu[base + (L - 1) * K + k]
+    return lz
+
+
+@njit(cache=True, nogil=True)
+def _fb_scaled_seq(theta, base, L, K, mu, eT, eTt, eS, eE, eU, alpha, beta, w, xi, lc,
+                   tprev, tval):
+    """Scaled-probability forward-backward of one block (as in CRFsuite).
+
+    The transition matrix, start / end vectors and each token's unaries are
+    exponentiated once, shifted by their maxima; ``alpha_hat[t]`` is
+    normalised to sum 1 by ``c_t`` and ``beta_hat`` uses the same scale
+    factors, so the marginals are ``alpha_hat * beta_hat`` and the expected
+    transition counts ``sum_t alpha_hat[t-1, a] eT[a, b] eU[t, b]
+    beta_hat[t, b] / c_t``.  Only ``O(L K + K^2)`` exponentials and
+    ``3 L K^2`` multiply-adds.
+
+    Writes the block of ``mu`` (whose transition part must be zero on entry)
+    and returns ``(ok, logZ)``; ``ok`` is False (block of ``mu`` partially
+    written) when the score range exceeds ``_SCALED_MAX_RANGE`` or a
+    normaliser is zero, subnormal or not finite: the caller then uses
+    :func:`_fb_logspace_seq`.  ``eT, eTt, xi``: ``(K, K)``; ``eS, eE, w``:
+    ``(K,)``; ``eU, alpha, beta``: ``(>= L, K)``; ``lc``: ``(>= L,)`` work
+    arrays.  ``tprev`` (int64, ``(1,)``) and ``tval`` (``(2,)``) cache the
+    offset, maximum and range of the transition block ``eT`` was last
+    computed from (``tprev[0] < 0``: none): when the transitions of this
+    block are bitwise equal to those (transitions shared across sequences,
+    as in a CRF), their ``K^2`` exponentials are reused.
+    """
+    tr = base + L * K
+    st = tr + K * K
+    en = st + K
+    # -- exponentiate, shifted by maxima; total score range for the check
+    p = tprev[0]
+    same = p >= 0
+    if same:
+        for j in range(K * K):
+            if theta[tr + j] != theta[p + j]:
+                same = False
+                break
+    if same:
+        mT = tval[0]
+        hi_lo_T = tval[1]
+        rng = hi_lo_T
+    else:
+        hi = theta[tr]
+        lo = hi
+        for j in range(1, K * K):
+            v = theta[tr + j]
+            if v > hi:
+                hi = v
+            if v < lo:
+                lo = v
+        mT = hi
+        hi_lo_T = hi - lo
+        rng = hi_lo_T
+    hi = theta[st]
+    lo = hi
+    for k in range(1, K):
+        v = theta[st + k]
+        if v > hi:
+            hi = v
+        if v < lo:
+            lo = v
+    mS = hi
+    rng += hi - lo
+    hi = theta[en]
+    lo = hi
+    for k in range(1, K):
+        v = theta[en + k]
+        if v > hi:
+            hi = v
+        if v < lo:
+            lo = v
+    mE = hi
+    rng += hi - lo
+    shift = mS + mE + (L - 1) * mT
+    rU = 0.0
+    for t in range(L):
+        u = base + t * K
+        hi = theta[u]
+        lo = hi
+        for k in range(1, K):
+            v = theta[u + k]
+            if v > hi:
+                hi = v
+            if v < lo:
+                lo = v
+        if not (hi - lo <= rU):
+            rU = hi - lo
+        shift += hi
+        for k in range(K):
+            eU[t, k] = np.exp(theta[u + k] - hi)
+    rng += rU
+    if not (rng <= _SCALED_MAX_RANGE):  # also catches NaN / inf scores
+        return False, 0.0
+    if same:
+        tprev[0] = tr
+    else:
+        for a in range(K):
+            row = tr + a * K
+            for b in range(K):
+                e = np.exp(theta[row + b] - mT)
+                eT[a, b] = e
+                eTt[b, a] = e
+        tprev[0] = tr
+        tval[0] = mT
+        tval[1] = hi_lo_T
+    for a in range(K):
+        for b in range(K):
+            xi[a, b] = 0.0
+    for k in range(K):
+        eS[k] = np.exp(theta[st + k] - mS)
+        eE[k] = np.exp(theta[en + k] - mE)
+    # -- forward: alpha_hat[t] sums to 1, lc[t] its normaliser
+    logc = 0.0
+    c = 0.0
+    for k in range(K):
+        v = eS[k] * eU[0, k]
+        alpha[0, k] = v
+        c += v
+    if not (c >= _TINY and c < np.inf):
+        return False, 0.0
+    inv = 1.0 / c
+    for k in range(K):
+        alpha[0, k] *= inv
+    lc[0] = c
+    logc += np.log(c)
+    for t in range(1, L):
+        cur = alpha[t]
+        prev = alpha[t - 1]
+        for b in range(K):
+            cur[b] = 0.0
+        for a in range(K):  # cur += prev[a] * eT[a, :] (contiguous rows)
+            f = prev[a]
+            ra = eT[a]
+            for b in range(K):
+                cur[b] += f * ra[b]
+        ut = eU[t]
+        c = 0.0
+        for b in range(K):
+            v = cur[b] * ut[b]
+            cur[b] = v
+            c += v
+        if not (c >= _TINY and c < np.inf):
+            return False, 0.0
+        inv = 1.0 / c
+        for b in range(K):
+            cur[b] *= inv
+        lc[t] = c
+        logc += np.log(c)
+    c = 0.0
+    for k in range(K):
+        c += alpha[L - 1, k] * eE[k]
+    if not (c >= _TINY and c < np.inf):
+        return False, 0.0
+    lz = logc + np.log(c) + shift
+    # -- backward with the same scale factors, fused with the transition
+    # counts xi[a, b] = sum_t alpha_hat[t-1, a] w_t[b], w_t = eU beta_hat / c_t
+    inv = 1.0 / c
+    for k in range(K):
+        beta[L - 1, k] = eE[k] * inv
+    for t in range(L - 1, 0, -1):
+        inv = 1.0 / lc[t]
+        bt = beta[t]
+        ut = eU[t]
+        for b in range(K):
+            w[b] = ut[b] * bt[b] * inv
+        prev = alpha[t - 1]
+        for a in range(K):
+            f = prev[a]
+            xa = xi[a]
+            for b in range(K):
+                xa[b] += f * w[b]
+        nb = beta[t - 1]
+        for a in range(K):
+            nb[a] = 0.0
+        for b in range(K):  # nb += w[b] * eT[:, b] (contiguous rows of eTt)
+            g = w[b]
+            cb = eTt[b]
+            for a in range(K):
+                nb[a] += g * cb[a]
+    # -- write marginals
+    for t in range(L):
+        u = base + t * K
+        at = alpha[t]
+        bt = beta[t]
+        for k in range(K):
+            mu[u + k] = at[k] * bt[k]
+    for a in range(K):
+        row = tr + a * K
+        for b in range(K):
+            mu[row + b] = xi[a, b] * eT[a, b]
+    for k in range(K):
+        mu[st + k] = mu[base + k]
+        mu[en + k] = mu[base + (L - 1) * K + k]
+    return True, lz
+
+
+@njit(cache=True, nogil=True)
+def _forward_backward_impl(theta, part_off, tok_off, K, force_logspace):
+    """Forward-backward of a batch; returns ``(mu, logZ, n_logspace)`` with
+    ``n_logspace`` the number of sequences computed in log space."""
+    n = tok_off.shape[0] - 1
+    mu = np.zeros(part_off[n])
+    logZ = np.empty(n)
+    Lmax = 1
+    for i in range(n):
+        L = tok_off[i + 1] - tok_off[i]
+        if L > Lmax:
+            Lmax = L
+    eT = np.empty((K, K))
+    eTt = np.empty((K, K))
+    xi = np.empty((K, K))
+    eS = np.empty(K)
+    eE = np.empty(K)
+    w = np.empty(K)
+    eU = np.empty((Lmax, K))
+    alpha = np.empty((Lmax, K))
+    beta = np.empty((Lmax, K))
+    lc = np.empty(Lmax)
+    tprev = np.full(1, -1, dtype=np.int64)
+    tval = np.empty(2)
+    n_log = 0
+    for i in range(n):
+        base = part_off[i]
+        L = tok_off[i + 1] - tok_off[i]
+        ok = False
+        if not force_logspace:
+            ok, lz = _fb_scaled_seq(theta, base, L, K, mu, eT, eTt, eS, eE, eU,
+                                    alpha, beta, w, xi, lc, tprev, tval)
+        if not ok:
+            lz = _fb_logspace_seq(theta, base, L, K, mu)
+            n_log += 1
+        logZ[i] = lz
+    return mu, logZ, n_log
+
+
+@njit(cache=True, nogil=True)
+def forward_backward_batch(theta, part_off, tok_off, K):
+    """CRF marginals and log-partition by forward-backward.
+
+    Returns ``mu`` (flat, block layout: unary marginals, *expected*
+    transition counts, start and end marginals) and ``logZ`` of shape
+    ``(n,)``.  Scaled-probability recursions (:func:`_fb_scaled_seq`,
+    ``O(L K + K^2)`` exponentials and ``O(L K^2)`` multiply-adds per
+    sequence); a sequence whose score range is too large for them, or whose
+    normalisers underflow, is recomputed in log space
+    (:func:`_fb_logspace_seq`), so huge magnitudes stay exact and NaN-free.
+    """
+    mu, logZ, _ = _forward_backward_impl(theta, part_off, tok_off, K, False)
+    return mu, logZ
+
+
+@njit(cache=True, nogil=True)
+def forward_backward_logspace_batch(theta, part_off, tok_off, K):
+    """Same as :func:`forward_backward_batch`, every sequence in log space
+    (reference implementation, ``O(L K^2)`` exponentials per sequence)."""
+    mu, logZ, _ = _forward_backward_impl(theta, part_off, tok_off, K, True)
+    return mu, logZ
+
+
+@njit(cache=True, nogil=True)
+def max_marginals_batch(theta, part_off, tok_off, K):
+    """``M[tok, k]`` = best score of a sequence with tag ``k`` at that token,
+    shape ``(N_tok, K)``: forward plus backward Viterbi tables."""
+    n = tok_off.shape[0] - 1
+    M = np.empty((tok_off[n], K))
+    for i in range(n):
+        L = tok_off[i + 1] - tok_off[i]
+        delta, _ = _forward_max(theta, part_off[i], L, K)
+        gamma, _ = _backward_max(theta, part_off[i], L, K)
+        o = tok_off[i]
+        for t in range(L):
+            for k in range(K):
+                M[o + t, k] = delta[t, k] + gamma[t, k]
+    return M
+
+
+@njit(cache=True, nogil=True)
+def second_best_batch(theta, y, part_off, tok_off, K):
+    """Best tag sequence different from the given ``y`` (not necessarily MAP).
+
+    Every ``y' != y`` has a first position ``j`` with ``y'_j = k != y_j``;
+    the best such ``y'`` is ``y_{<j}``, then ``k``, then the best suffix
+    (backward Viterbi).  Maximising over ``(j, k)`` is ``O(L K)`` on top of
+    the ``O(L K^2)`` backward pass.  Ties: smallest ``j``, then smallest
+    ``k``.  Returns ``(y2, exists)``; with ``K == 1`` no other sequence
+    exists, ``exists[i]`` is False and ``y2`` copies ``y``.
+    """
+    n = tok_off.shape[0] - 1
+    y2 = y.copy()
+    exists = np.zeros(n, dtype=np.bool_)
+    if K < 2:
+        return y2, exists
+    for i in range(n):
+        base = part_off[i]
+        o = tok_off[i]
+        L = tok_off[i + 1] - o
+        tr = base + L * K
+        st = tr + K * K
+        gamma, bpb = _backward_max(theta, base, L, K)
+        best = NEG_INF
+        bj = -1
+        bk = -1
+        prefix = 0.0  # score of y[:j] (start and transitions inside it)
+        for j in range(L):
+            yj = y[o + j]
+            u = base + j * K
+            for k in range(K):
+                if k == yj:
+                    continue
+                if j == 0:
+                    v = theta[st + k]
+                else:
+                    v = prefix + theta[tr + y[o + j - 1] * K + k]
+                v += theta[u + k] + gamma[j, k]
+                if v > best or bj < 0:
+                    best = v
+                    bj = j
+                    bk = k
+            if j == 0:
+                prefix = theta[st + yj] + theta[u + yj]
+            else:
+                prefix += theta[tr + y[o + j - 1] * K + yj] + theta[u + yj]
+        exists[i] = True
+        k = bk
+        y2[o + bj] = k
+        for t in range(bj, L - 1):
+            k = bpb[t, k]
+            y2[o + t + 1] = k
+    return y2, exists
+
+
+@njit(cache=True, nogil=True)
+def poslearn_batch(theta, y, part_off, tok_off, K):
+    """PosLearn loss (Sarawagi & Gupta 2008, Sec. 4) with Hamming cost.
+
+    For each position ``t`` the violator ``y^t`` is the best sequence with
+    ``y^t_t != y_t`` (max-marginals; lowest tag on ties), ``margin_t = 1 -
+    s(y) + s(y^t)``.  Returns ``value[i] = sum_t max(margin_t, 0)`` and the
+    flat gradient ``sum_{t: margin_t > 0} phi(y^t) - phi(y)``.
+
+    The violators are paths in the forward and backward back-pointer trees,
+    so their summed encodings are obtained by pushing path counts through the
+    two trees: ``O(L K^2)`` per sequence in total rather than ``O(L^2)``
+    backtracking.
+    """
+    n = tok_off.shape[0] - 1
+    value = np.zeros(n)
+    grad = np.zeros(part_off[n])
+    if K < 2:
+        return value, grad
+    for i in range(n):
+        base = part_off[i]
+        o = tok_off[i]
+        L = tok_off[i + 1] - o
+        tr = base + L * K
+        st = tr + K * K
+        en = st + K
+        delta, bpf = _forward_max(theta, base, L, K)
+        gamma, bpb = _backward_max(theta, base, L, K)
+        s_y = _score_seq(theta, base, L, K, y, o)
+        kv = np.full(L, -1, dtype=np.int64)
+        nv = 0
+        total = 0.0
+        for t in range(L):
+            yt = y[o + t]
+            best = NEG_INF
+            bk = -1
+            for k in range(K):
+                if k == yt:
+                    continue
+                v = delta[t, k] + gamma[t, k]
+                if v > best or bk < 0:
+                    best = v
+                    bk = k
+            margin = 1.0 - s_y + best
+            if margin > 0.0:
+                kv[t] = bk
+                nv += 1
+                total += margin
+        value[i] = total
+        if nv == 0:
+            continue
+        # cntF[s, j]: violators t >= s whose prefix passes (s, j);
+        # cntB[s, j]: violators t <= s whose suffix passes (s, j).
+        cntF = np.zeros((L, K))
+        cntB = np.zeros((L, K))
+        for s in range(L - 1, -1, -1):
+            if kv[s] >= 0:
+                cntF[s, kv[s]] += 1.0
+            if s >= 1:
+                for b in range(K):
+                    c = cntF[s, b]
+                    if c != 0.0:
+                        cntF[s - 1, bpf[s, b]] += c
+        for s in range(L):
+            if kv[s] >= 0:
+                cntB[s, kv[s]] += 1.0
+            if s <= L - 2:
+                for a in range(K):
+                    c = cntB[s, a]
+                    if c != 0.0:
+                        cntB[s + 1, bpb[s, a]] += c
+        for s in range(L):
+            u = base + s * K
+            for j in range(K):
+                c = cntF[s, j] + cntB[s, j]
+                if kv[s] == j:
+                    c -= 1.0
+                grad[u + j] += c
+        for s in range(1, L):
+            for b in range(K):
+                c = cntF[s, b]
+                if c != 0.0:
+                    grad[tr + bpf[s, b] * K + b] += c
+            for a in range(K):
+                c = cntB[s - 1, a]
+                if c != 0.0:
+                    grad[tr + a * K + bpb[s - 1, a]] += c
+        for j in range(K):
+            grad[st + j] += grad[base + j]
+            grad[en + j] += grad[base + (L - 1) * K + j]
+        _add_encoding(y, o, L, K, grad, base, -float(nv))
+    return value, grad
+
+
+@njit(cache=True, nogil=True)
+def slack_violator_batch(theta, y, part_off, tok_off, K):
+    """Exact slack-scaling violator for Hamming cost ``H``.
+
+    ``argmax_{y'} H(y', y) (1 - s(y) + s(y'))`` by a Viterbi over (position,
+    number of errors, tag): ``best[e]`` is the best score with exactly ``e``
+    errors, then ``e`` maximising ``e (1 - s(y) + best[e])`` is chosen
+    (smallest ``e`` on ties) and its sequence backtracked.  Returns ``y``
+    itself where no ``e >= 1`` gives a positive value.  ``O(L^2 K^2)`` time
+    (about ``L^2 K^2 / 2`` max-plus updates) and one ``L_max (L_max + 1) K``
+    work table for the batch (back-pointers are recomputed from the table
+    while backtracking).
+    """
+    n = tok_off.shape[0] - 1
+    y_hat = y.copy()
+    if K < 2:
+        return y_hat
+    Lmax = 1
+    for i in range(n):
+        L = tok_off[i + 1] - tok_off[i]
+        if L > Lmax:
+            Lmax = L
+    F = np.empty((Lmax, Lmax + 1, K))
+    tmp = np.empty(K)
+    for i in range(n):
+        base = part_off[i]
+        o = tok_off[i]
+        L = tok_off[i + 1] - o
+        tr = base + L * K
+        st = tr + K * K
+        en = st + K
+        s_y = _score_seq(theta, base, L, K, y, o)
+        # F[t, e, k]: best prefix score with tag k at t and e errors in 0..t;
+        # only e <= t + 1 is ever written or read (the rest of the shared
+        # work array holds stale values).  Every (t, e, k) has exactly one
+        # predecessor error count (e if k == y_t, else e - 1), so each row
+        # F[t - 1, ep] is relaxed into one buffer by a branch-free max-plus
+        # product and scattered into F[t, ep] / F[t, ep + 1].
+        y0 = y[o]
+        for e in range(2):
+            for k in range(K):
+                F[0, e, k] = NEG_INF
+        for k in range(K):
+            F[0, 0 if k == y0 else 1, k] = theta[st + k] + theta[base + k]
+        T = theta[tr:st].reshape((K, K))
+        for t in range(1, L):
+            yt = y[o + t]
+            ut = theta[base + t * K:base + (t + 1) * K]
+            for ep in range(t + 1):
+                prev = F[t - 1, ep]
+                for k in range(K):
+                    tmp[k] = NEG_INF
+                for a in range(K):
+                    f = prev[a]
+                    if f == NEG_INF:
+                        continue
+                    ra = T[a]
+                    for k in range(K):
+                        v = f + ra[k]
+                        m = tmp[k]
+                        tmp[k] = v if v > m else m
+                nxt = F[t, ep + 1]
+                for k in range(K):
+                    nxt[k] = tmp[k] + ut[k]
+                F[t, ep, yt] = tmp[yt] + ut[yt]
+            # e = 0 only with k == y_t; e = t + 1 only with k != y_t
+            for k in range(K):
+                if k != yt:
+                    F[t, 0, k] = NEG_INF
+            F[t, t + 1, yt] = NEG_INF
+        best_val = 0.0
+        best_e = -1
+        best_k = -1
+        for e in range(1, L + 1):
+            bs = NEG_INF
+            bk = -1
+            for k in range(K):
+                v = F[L - 1, e, k]
+                if v == NEG_INF:
+                    continue
+                v += theta[en + k]
+                if v > bs:
+                    bs = v
+                    bk = k
+            if bk < 0:
+                continue
+            val = e * (1.0 - s_y + bs)
+            if val > best_val:
+                best_val = val
+                best_e = e
+                best_k = bk
+        if best_e < 0:
+            continue
+        e = best_e
+        k = best_k
+        for t in range(L - 1, 0, -1):
+            y_hat[o + t] = k
+            ep = e if k == y[o + t] else e - 1
+            bv = NEG_INF
+            ba = 0
+            for a in range(K):
+                v = F[t - 1, ep, a] + theta[tr + a * K + k]
+                if v > bv:
+                    bv = v
+                    ba = a
+            e = ep
+            k = ba
+        y_hat[o] = k
+    return y_hat
+
+
+# ---------------------------------------------------------- SparseMAP oracle
+@njit(ORACLE_SIGNATURE, cache=True)
+def chain_map(eta, params, out):
+    """Viterbi MAP oracle for one chain block, ``params = [L, K]``.
+
+    Writes ``phi(argmax)`` (same tie-breaking as :func:`viterbi_batch`) into
+    ``out`` after zeroing it.
+    """
+    L = int(params[0])
+    K = int(params[1])
+    y = np.empty(L, dtype=np.int64)
+    _viterbi_into(eta, 0, L, K, y, 0)
+    out[:] = 0.0
+    _add_encoding(y, 0, L, K, out, 0, 1.0)
+
+
+@njit(cache=True, nogil=True)
+def chain_block_params(part_off, tok_off, K):
+    """Per-sequence ``[L_i, K]`` parameters for :func:`chain_map`.
+
+    Returns ``(params_flat, params_off)`` with ``params_flat[params_off[i]:
+    params_off[i + 1]] = [L_i, K]`` (float64) and ``params_off`` int64 of
+    shape ``(n + 1,)``, as taken by
+    :func:`structlearn.kernels.sparsemap.sparsemap_active_set_ragged`.
+    """
+    n = tok_off.shape[0] - 1
+    params = np.empty(2 * n)
+    off = np.empty(n + 1, dtype=np.int64)
+    off[0] = 0
+    for i in range(n):
+        params[2 * i] = float(tok_off[i + 1] - tok_off[i])
+        params[2 * i + 1] = float(K)
+        off[i + 1] = 2 * (i + 1)
+    return params, off

@@ -1,0 +1,156 @@
+"""Numba kernels of the linear models over flat ragged data.
+
+*Support-restricted weights.*  Token scores ``U[t, k] = sum_a x[t, a]
+w[a, k]`` where only the (feature, label) pairs of a *support* carry a weight
+(CRFsuite's default: the pairs seen in training).  The support is stored as a
+CSR pattern over features: the pairs of feature ``a`` are ``s in
+sup_ptr[a]:sup_ptr[a+1]`` with label ``sup_label[s]`` and weight ``w[s]``.
+A dense model is the support of every pair.
+
+*Chain score assembly.*  A chain batch is scored in the flat block layout of
+:mod:`structlearn.kernels.chain` (per sequence: unaries ``L x K``, then
+transitions ``K x K``, start ``K``, end ``K``); the transition, start and end
+scores are model weights shared by every sequence, copied into each block,
+and their gradients are summed back.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def support_scores(indptr, indices, data, sup_ptr, sup_label, w, n_labels):
+    """``U`` (n_rows, n_labels) for CSR rows and support-restricted weights."""
+    n = len(indptr) - 1
+    U = np.zeros((n, n_labels))
+    for t in prange(n):
+        for j in range(indptr[t], indptr[t + 1]):
+            a = indices[j]
+            x = data[j]
+            for s in range(sup_ptr[a], sup_ptr[a + 1]):
+                U[t, sup_label[s]] += x * w[s]
+    return U
+
+
+@njit(cache=True, nogil=True)
+def support_grad(indptr, indices, data, sup_ptr, sup_label, G):
+    """Gradient in ``w`` of ``sum_{t,k} G[t, k] U[t, k]`` (chain rule)."""
+    g = np.zeros(sup_ptr[-1])
+    n = len(indptr) - 1
+    for t in range(n):
+        for j in range(indptr[t], indptr[t + 1]):
+            a = indices[j]
+            x = data[j]
+            for s in range(sup_ptr[a], sup_ptr[a + 1]):
+                g[s] += x * G[t, sup_label[s]]
+    return g
+
+
+@njit(cache=True, nogil=True)
+def chain_part_offsets(tok_off, n_tags):
+    """Block offsets of the flat chain layout for sequences at ``tok_off``."""
+    n = len(tok_off) - 1
+    K = n_tags
+    part_off = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        L = tok_off[i + 1] - tok_off[i]
+        part_off[i + 1] = part_off[i] + L * K + K * K + 2 * K
+    return part_off
+
+
+@njit(cache=True, nogil=True)
+def chain_assemble_scores(U, trans, start, end, tok_off, part_off):
+    """Flat chain scores from token scores ``U`` and shared transition scores."""
+    n = len(tok_off) - 1
+    K = U.shape[1]
+    theta = np.empty(part_off[n])
+    for i in range(n):
+        base = part_off[i]
+        t0 = tok_off[i]
+        L = tok_off[i + 1] - t0
+        for t in range(L):
+            for k in range(K):
+                theta[base + t * K + k] = U[t0 + t, k]
+        o = base + L * K
+        for a in range(K):
+            for b in range(K):
+                theta[o + a * K + b] = trans[a, b]
+        o += K * K
+        for k in range(K):
+            theta[o + k] = start[k]
+            theta[o + K + k] = end[k]
+    return theta
+
+
+@njit(cache=True, nogil=True)
+def chain_reduce_grad(G, tok_off, part_off, n_tags):
+    """Split a flat chain gradient into token (N, K) and summed shared parts."""
+    n = len(tok_off) - 1
+    K = n_tags
+    GU = np.empty((tok_off[n], K))
+    gtrans = np.zeros((K, K))
+    gstart = np.zeros(K)
+    gend = np.zeros(K)
+    for i in range(n):
+        base = part_off[i]
+        t0 = tok_off[i]
+        L = tok_off[i + 1] - t0
+        for t in range(L):
+            for k in range(K):
+                GU[t0 + t, k] = G[base + t * K + k]
+        o = base + L * K
+        for a in range(K):
+            for b in range(K):
+                gtrans[a, b] += G[o + a * K + b]
+        o += K * K
+        for k in range(K):
+            gstart[k] += G[o + k]
+            gend[k] += G[o + K + k]
+    return GU, gtrans, gstart, gend
+
+
+@njit(cache=True, nogil=True)
+def chain_unary_mask(tok_off, part_off, n_tags):
+    """Boolean mask of the unary parts of a flat chain batch."""
+    n = len(tok_off) - 1
+    K = n_tags
+    mask = np.zeros(part_off[n], dtype=np.bool_)
+    for i in range(n):
+        L = tok_off[i + 1] - tok_off[i]
+        for j in range(part_off[i], part_off[i] + L * K):
+            mask[j] = True
+    return mask
+
+
+@njit(cache=True, nogil=True)
+def chain_transition_upper(tok_off, part_off, n_tags):
+    """Upper bounds of each part over the chain polytope.
+
+    1 for unary, start and end parts; ``L - 1`` for the transition counts
+    of a sequence of length ``L``.
+    """
+    n = len(tok_off) - 1
+    K = n_tags
+    ub = np.ones(part_off[n])
+    for i in range(n):
+        L = tok_off[i + 1] - tok_off[i]
+        o = part_off[i] + L * K
+        for j in range(o, o + K * K):
+            ub[j] = L - 1.0
+    return ub
+
+
+@njit(cache=True, nogil=True)
+def chain_unary_view(a, tok_off, part_off, n_tags):
+    """Unary blocks of a flat chain array as one (N_tok, K) array (a copy)."""
+    n = len(tok_off) - 1
+    K = n_tags
+    U = np.empty((tok_off[n], K))
+    for i in range(n):
+        base = part_off[i]
+        t0 = tok_off[i]
+        L = tok_off[i + 1] - t0
+        for t in range(L):
+            for k in range(K):
+                U[t0 + t, k] = a[base + t * K + k]
+    return U

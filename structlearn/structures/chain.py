@@ -1,0 +1,226 @@
+"""Linear chains: tag sequences with unary, transition, start and end parts."""
+
+import numpy as np
+
+from ..kernels.chain import (
+    chain_map,
+    encode_batch,
+    forward_backward_batch,
+    poslearn_batch,
+    score_batch,
+    second_best_batch,
+    slack_violator_batch,
+    viterbi_batch,
+)
+from ..kernels.linear import (
+    chain_part_offsets,
+    chain_transition_upper,
+    chain_unary_mask,
+    chain_unary_view,
+)
+from ..kernels.sparsemap import (
+    VARIANTS,
+    sparsemap_active_set,
+    sparsemap_active_set_ragged,
+    sparsemap_conditional_gradient,
+)
+from .base import Structure
+
+
+class Chain(Structure):
+    """A batch of linear chains over ``n_tags`` tags.
+
+    Unlike the fixed-size structures, a chain structure is bound to the
+    lengths of the sequences of one batch (``tok_off``), and part vectors of
+    the batch are one **flat** array: per sequence of length ``L`` a block of
+    ``L*K`` unary scores (row-major, token x tag), ``K*K`` transition scores
+    (previous tag x tag), ``K`` start and ``K`` end scores.  A tag sequence
+    ``y`` (flat int array over all tokens) is encoded as unary indicators,
+    transition *counts*, start and end indicators, so
+    ``<theta, phi(y)> = sum_t U[t, y_t] + sum_t T[y_{t-1}, y_t] + S[y_0] + E[y_{L-1}]``.
+
+    The task cost is the Hamming loss on tags,
+    ``L(y', y) = sum_t [y'_t != y_t] = <phi(y'), cost_vector(phi(y))>`` with
+    ``cost_vector = 1 - phi`` on the unary parts and 0 elsewhere; calibrated
+    decoding is therefore the per-token argmax of the unary marginals.
+
+    SparseMAP penalises the unary parts only (Niculae et al. 2018, Sec. 3:
+    ``Omega(mu) = 1/2 ||mu_U||^2``); the transition parts enter linearly.
+
+    Projection sets: ``'chain'`` (the marginal polytope; Euclidean only, by
+    the active-set solver with every part penalised) and ``'cube'`` -- the
+    box of the parts' ranges, ``[0, 1]`` for unary, start and end parts and
+    ``[0, L - 1]`` for the transition counts, a superset of the chain
+    polytope in which projection is a clip (Euclidean) or ``min(exp(theta -
+    1), upper)`` (KL).
+
+    Parameters
+    ----------
+    n_tags : int
+    tok_off : array of int (n_sequences + 1,)
+        Token offsets of the sequences (every length >= 1).
+    """
+
+    name = "chain"
+    has_exact_slack = True
+    projection_sets = {"chain": ("euclidean",), "cube": ("euclidean", "kl")}
+    marginal_set = "chain"
+
+    def __init__(self, n_tags, tok_off):
+        self.n_tags = int(n_tags)
+        self.tok_off = np.ascontiguousarray(tok_off, dtype=np.int64)
+        lengths = np.diff(self.tok_off)
+        if len(lengths) == 0 or lengths.min() < 1:
+            raise ValueError("a Chain batch needs at least one sequence, each of "
+                             "length >= 1.")
+        self.lengths = lengths
+        self.n = len(lengths)
+        self.part_off = chain_part_offsets(self.tok_off, self.n_tags)
+        self.n_parts = int(self.part_off[-1])
+        self.block_sizes = np.diff(self.part_off)
+        self._mask = None
+
+    # ------------------------------------------------------------- layout
+    @property
+    def unary_mask(self):
+        if self._mask is None:
+            self._mask = chain_unary_mask(self.tok_off, self.part_off, self.n_tags)
+        return self._mask
+
+    @property
+    def n_unary(self):
+        return self.lengths * self.n_tags
+
+    def n_samples(self, theta):
+        return self.n
+
+    def sum_parts(self, a):
+        return np.add.reduceat(np.asarray(a, dtype=np.float64), self.part_off[:-1])
+
+    def dot(self, a, b):
+        return self.sum_parts(np.asarray(a) * np.asarray(b))
+
+    def per_sample(self, v):
+        return np.repeat(np.asarray(v), self.block_sizes)
+
+    def unary_sq(self, mu):
+        mu = np.asarray(mu, dtype=np.float64)
+        return self.sum_parts(np.where(self.unary_mask, mu * mu, 0.0))
+
+    def unary(self, a):
+        """Unary blocks of a flat part array as (N_tok, K)."""
+        return chain_unary_view(np.ascontiguousarray(a, dtype=np.float64),
+                                self.tok_off, self.part_off, self.n_tags)
+
+    def _theta(self, theta):
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        if theta.ndim == 2 and theta.shape[0] == 1:  # a batch of one block
+            theta = theta[0]
+        if theta.shape != (self.n_parts,):
+            raise ValueError(f"chain scores must be a flat array of {self.n_parts} "
+                             f"parts, got shape {theta.shape}.")
+        return theta
+
+    def _y(self, y):
+        return np.ascontiguousarray(y, dtype=np.int64)
+
+    # ----------------------------------------------------------- encoding
+    def encode(self, y):
+        return encode_batch(self._y(y), self.part_off, self.tok_off, self.n_tags)
+
+    def decode(self, phi):
+        return np.argmax(self.unary(phi), axis=1).astype(np.int64)
+
+    def argmax(self, theta):
+        return viterbi_batch(self._theta(theta), self.part_off, self.tok_off, self.n_tags)
+
+    def scores(self, theta, y):
+        return score_batch(self._theta(theta), self._y(y), self.part_off,
+                           self.tok_off, self.n_tags)
+
+    # --------------------------------------------------------------- cost
+    def cost_vector(self, phi):
+        return np.where(self.unary_mask, 1.0 - np.asarray(phi, dtype=np.float64), 0.0)
+
+    def cost(self, y_pred, y_true):
+        wrong = (np.asarray(y_pred) != np.asarray(y_true)).astype(np.float64)
+        return np.add.reduceat(wrong, self.tok_off[:-1])
+
+    def cost_bounds(self):
+        return self.lengths.astype(np.float64), 1.0
+
+    # ------------------------------------------------------------ oracles
+    def marginals(self, theta):
+        return self.marginals_and_log_partition(theta)[0]
+
+    def marginals_and_log_partition(self, theta):
+        return forward_backward_batch(self._theta(theta), self.part_off, self.tok_off,
+                                      self.n_tags)
+
+    def second_best(self, theta, y):
+        y2, _ = second_best_batch(self._theta(theta), self._y(y), self.part_off,
+                                  self.tok_off, self.n_tags)
+        return y2
+
+    def poslearn_value_and_grad(self, theta, y):
+        """PosLearn with the Hamming cost: one violator per token, from
+        forward and backward Viterbi max-marginals (Sarawagi & Gupta 2008,
+        Sec. 4.3.1)."""
+        return poslearn_batch(self._theta(theta), self._y(y), self.part_off,
+                              self.tok_off, self.n_tags)
+
+    def slack_violator(self, theta, y):
+        """Exact slack scaling for the Hamming cost by a DP over
+        (position, tag, number of errors)."""
+        y_hat = slack_violator_batch(self._theta(theta), self._y(y), self.part_off,
+                                     self.tok_off, self.n_tags)
+        return self.encode(y_hat)
+
+    # --------------------------------------------------------- projection
+    def _project(self, theta, set, geometry):
+        if set == "cube":
+            upper = chain_transition_upper(self.tok_off, self.part_off, self.n_tags)
+            if geometry == "euclidean":
+                return np.clip(theta, 0.0, upper)
+            return np.minimum(np.exp(np.minimum(theta - 1.0, 700.0)), upper)
+        # Euclidean projection onto the chain polytope: SparseMAP with every
+        # part penalised.
+        return self._active_set(theta, self.block_sizes)
+
+    # ---------------------------------------------------------- SparseMAP
+    def _oracle_params_batch(self):
+        params = np.empty(2 * self.n)
+        params[0::2] = self.lengths
+        params[1::2] = self.n_tags
+        return params, np.arange(0, 2 * self.n + 1, 2, dtype=np.int64)
+
+    def _active_set(self, theta, n_unary, max_iter=1000, tol=1e-9):
+        params, params_off = self._oracle_params_batch()
+        return sparsemap_active_set_ragged(
+            self._theta(theta), self.part_off, np.ascontiguousarray(n_unary, dtype=np.int64),
+            chain_map, params, params_off, int(max_iter), float(tol))
+
+    def sparsemap(self, theta, max_iter=1000, tol=1e-9):
+        """SparseMAP marginals of every sequence (active set, Viterbi oracle)."""
+        return self._active_set(theta, self.n_unary, max_iter, tol)
+
+    def sparsemap_support(self, theta, method="active-set", max_iter=1000, tol=1e-9):
+        """SparseMAP of a batch of ONE sequence, with its distribution.
+
+        Returns ``(mu, vertices, weights, n_iter)`` as
+        :meth:`Structure.sparsemap_support`; the rows of ``vertices`` are
+        decoded with :meth:`decode`.
+        """
+        if self.n != 1:
+            raise ValueError("sparsemap_support works on a chain batch of one sequence.")
+        theta = self._theta(theta)
+        params = np.array([float(self.lengths[0]), float(self.n_tags)])
+        nu = int(self.n_unary[0])
+        if method == "active-set":
+            return sparsemap_active_set(theta, nu, chain_map, params, max_iter, tol)
+        if method not in VARIANTS:
+            raise ValueError(
+                f"method must be 'active-set' or one of {sorted(VARIANTS)}, "
+                f"got {method!r}.")
+        return sparsemap_conditional_gradient(theta, nu, chain_map, params,
+                                              VARIANTS[method], max_iter, tol)
