@@ -30,6 +30,7 @@ class StructuredLinearModel(BaseEstimator):
     #: L-BFGS stopping rule: None = projected gradient below ``tol``; an
     #: integer = relative objective decrease over that many iterations.
     _lbfgs_period = None
+    _lbfgs_history = 10
 
     def __init__(self, loss="projection", alpha=1e-3, fit_intercept=True,
                  solver="auto", max_iter=None, tol=None, decoding="calibrated",
@@ -139,7 +140,7 @@ class StructuredLinearModel(BaseEstimator):
         if solver == "lbfgs":
             return lbfgs(problem, alpha, z0, tol=tol, verbose=self.verbose,
                          max_iter=500 if self.max_iter is None else self.max_iter,
-                         period=self._lbfgs_period)
+                         period=self._lbfgs_period, history=self._lbfgs_history)
         if solver == "cutting-plane":
             return cutting_plane(problem, alpha, z0, tol=tol, verbose=self.verbose,
                                  max_iter=300 if self.max_iter is None else self.max_iter)

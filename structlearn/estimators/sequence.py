@@ -1,22 +1,21 @@
 """Sequence tagging with a linear-chain model."""
 
-import numbers
 import time
 
 import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
-from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from ..feature_extraction import TokenVectorizer
 from ..kernels.linear import (
     chain_assemble_scores,
     chain_reduce_grad,
+    observed_support,
     support_grad,
     support_scores,
 )
-from ..losses import CRF, Perceptron, Projection, SparseMAP, get_loss
+from ..losses import get_loss
 from ..solvers import n_workers
 from ..structures.chain import Chain
 from ._base import StructuredLinearModel
@@ -55,22 +54,54 @@ def _sorted_labels(labels):
         return sorted(labels, key=lambda v: (type(v).__name__, repr(v)))
 
 
-class _ChainBatch:
-    """Flat arrays of one batch of non-empty sequences."""
+#: Sequences per chunk of a full pass: bounds the memory of the flat part
+#: arrays (which hold a K x K transition block per sequence).
+CHUNK_SEQUENCES = 256
 
-    def __init__(self, X, tok_off, y, n_tags):
-        self.X = X
+
+def _drop_empty(tok_off):
+    """Offsets of the non-empty sequences (their tokens are unchanged)."""
+    lengths = np.diff(tok_off)
+    keep = np.flatnonzero(lengths > 0)
+    return keep, np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
+
+
+class _ChainBatch:
+    """CSR token arrays, token offsets (from 0) and tags of a batch of
+    non-empty sequences; ``indptr`` may index into larger shared arrays."""
+
+    def __init__(self, indptr, indices, data, tok_off, y, n_tags):
+        self.indptr, self.indices, self.data = indptr, indices, data
         self.tok_off = np.ascontiguousarray(tok_off, dtype=np.int64)
         self.y = y
         self.structure = Chain(n_tags, self.tok_off)
 
     @classmethod
+    def contiguous(cls, X, tok_off, y, n_tags, a, b):
+        """Sequences ``a..b-1`` without copying the token data."""
+        t0, t1 = tok_off[a], tok_off[b]
+        return cls(X.indptr[t0:t1 + 1], X.indices, X.data, tok_off[a:b + 1] - t0,
+                   None if y is None else y[t0:t1], n_tags)
+
+    @classmethod
     def select(cls, X, tok_off, y, n_tags, seqs):
+        """Any subset of sequences (copies their token rows)."""
         starts, ends = tok_off[seqs], tok_off[seqs + 1]
         lengths = ends - starts
         rows = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])
         off = np.concatenate([[0], np.cumsum(lengths)])
-        return cls(X[rows], off, None if y is None else y[rows], n_tags)
+        Xs = X[rows]
+        return cls(Xs.indptr, Xs.indices, Xs.data, off, None if y is None else y[rows],
+                   n_tags)
+
+
+def _contiguous_chunks(X, tok_off, y, n_tags, n_min=1):
+    """Split a batch into contiguous chunks of about CHUNK_SEQUENCES sequences."""
+    n = len(tok_off) - 1
+    n_chunks = max(n_min, -(-n // CHUNK_SEQUENCES))
+    bounds = np.linspace(0, n, min(n_chunks, n) + 1).astype(np.int64)
+    return [_ChainBatch.contiguous(X, tok_off, y, n_tags, a, b)
+            for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
 class ChainProblem:
@@ -78,7 +109,9 @@ class ChainProblem:
 
     ``z = [w (support), transitions (K*K), start (K), end (K), bias (K)]``;
     everything but the bias is penalised (the transition weights are weights
-    of label-bigram features, as in CRFsuite).
+    of label-bigram features, as in CRFsuite).  A full pass runs over chunks
+    of at most ``CHUNK_SEQUENCES`` sequences (bounded memory), in ``n_jobs``
+    threads.
     """
 
     def __init__(self, X, tok_off, y, n_tags, sup_ptr, sup_label, loss,
@@ -95,10 +128,8 @@ class ChainProblem:
         self.n_params = self.n_support + K * K + 2 * K + (K if fit_intercept else 0)
         self.penalized = np.zeros(self.n_params, dtype=bool)
         self.penalized[:self.n_support + K * K + 2 * K] = True
-        k = n_workers(n_jobs, self.n_samples)
-        chunks = np.array_split(np.arange(self.n_samples), k)
-        self.chunks = [_ChainBatch.select(self.X, self.tok_off, self.y, K, c)
-                       for c in chunks if len(c)]
+        self.n_threads = n_workers(n_jobs, self.n_samples)
+        self.chunks = _contiguous_chunks(self.X, self.tok_off, self.y, K, self.n_threads)
 
     def unpack(self, z):
         K, S = self.K, self.n_support
@@ -111,25 +142,35 @@ class ChainProblem:
 
     def scores(self, z, batch):
         w, trans, start, end, bias = self.unpack(z)
-        X = batch.X
-        U = support_scores(X.indptr, X.indices, X.data, self.sup_ptr, self.sup_label,
-                           w, self.K)
+        U = support_scores(batch.indptr, batch.indices, batch.data, self.sup_ptr,
+                           self.sup_label, w, self.K)
         U += bias
         return chain_assemble_scores(U, np.ascontiguousarray(trans), start, end,
                                      batch.tok_off, batch.structure.part_off)
 
-    def _batch_value_and_grad(self, z, batch):
+    def _batch_value_and_grad(self, z, batch, g):
+        """Loss values of a batch; adds the gradient of their sum to ``g``."""
         theta = self.scores(z, batch)
         st = batch.structure
         vals, G = self.loss.value_and_grad(theta, batch.y, st)
+        del theta
         GU, gtr, gst, gen = chain_reduce_grad(np.ascontiguousarray(G, dtype=np.float64),
                                               batch.tok_off, st.part_off, self.K)
-        X = batch.X
-        gw = support_grad(X.indptr, X.indices, X.data, self.sup_ptr, self.sup_label, GU)
-        parts = [gw, gtr.ravel(), gst, gen]
+        del G
+        K, S = self.K, self.n_support
+        support_grad(batch.indptr, batch.indices, batch.data, self.sup_ptr,
+                     self.sup_label, GU, g[:S])
+        g[S:S + K * K] += gtr.ravel()
+        g[S + K * K:S + K * K + K] += gst
+        g[S + K * K + K:S + K * K + 2 * K] += gen
         if self.fit_intercept:
-            parts.append(GU.sum(axis=0))
-        return vals, np.concatenate(parts)
+            g[S + K * K + 2 * K:] += GU.sum(axis=0)
+        return vals
+
+    def _group_value_and_grad(self, z, batches):
+        g = np.zeros(self.n_params)
+        vals = [self._batch_value_and_grad(z, b, g) for b in batches]
+        return np.concatenate(vals), g
 
     def sq_norms(self):
         """Per-sequence ``sum_t (||x_t||^2 + 1) + L + 1`` (SGD step size)."""
@@ -139,15 +180,18 @@ class ChainProblem:
         return per_tok[self.tok_off[1:]] - per_tok[self.tok_off[:-1]] + lengths + 1.0
 
     def value_and_grad(self, z, idx=None):
-        if idx is None:
-            if len(self.chunks) == 1:
-                return self._batch_value_and_grad(z, self.chunks[0])
-            res = Parallel(n_jobs=len(self.chunks), prefer="threads")(
-                delayed(self._batch_value_and_grad)(z, b) for b in self.chunks)
-            return np.concatenate([r[0] for r in res]), np.sum([r[1] for r in res], axis=0)
-        batch = _ChainBatch.select(self.X, self.tok_off, self.y, self.K,
-                                   np.asarray(idx, dtype=np.int64))
-        return self._batch_value_and_grad(z, batch)
+        if idx is not None:
+            batch = _ChainBatch.select(self.X, self.tok_off, self.y, self.K,
+                                       np.asarray(idx, dtype=np.int64))
+            return self._group_value_and_grad(z, [batch])
+        if self.n_threads == 1:
+            return self._group_value_and_grad(z, self.chunks)
+        # one task per thread (contiguous chunks), each with its own gradient
+        bounds = np.linspace(0, len(self.chunks), self.n_threads + 1).astype(int)
+        res = Parallel(n_jobs=self.n_threads, prefer="threads")(
+            delayed(self._group_value_and_grad)(z, self.chunks[a:b])
+            for a, b in zip(bounds[:-1], bounds[1:]))
+        return np.concatenate([r[0] for r in res]), sum(r[1] for r in res)
 
 
 class SequenceTagger(StructuredLinearModel):
@@ -228,6 +272,8 @@ class SequenceTagger(StructuredLinearModel):
     """
 
     _lbfgs_period = 10
+    #: L-BFGS correction pairs (CRFsuite's default number of memories)
+    _lbfgs_history = 6
 
     def __init__(self, loss="crf", alpha=1e-4, fit_intercept=True, solver="auto",
                  max_iter=None, tol=None, decoding="map", feature_support="observed",
@@ -293,7 +339,7 @@ class SequenceTagger(StructuredLinearModel):
             index = {c: k for k, c in enumerate(classes)}
         K = len(classes)
         y_int = np.fromiter((index[lab] for lab in flat), dtype=np.int64, count=len(flat))
-        keep = np.flatnonzero(lengths > 0)
+        keep, kept_off = _drop_empty(tok_off)
         Xtok = Xtok.tocsr()
         if warm:
             sup_ptr, sup_label = self._sup_ptr, self._sup_label
@@ -301,8 +347,7 @@ class SequenceTagger(StructuredLinearModel):
             sup_ptr, sup_label = self._make_support(Xtok, y_int, K)
         loss.check(Chain(K, [0, 1]))
         # Everything is validated: only now touch the estimator's state.
-        batch = _ChainBatch.select(Xtok, tok_off, y_int, K, keep)
-        problem = ChainProblem(batch.X, batch.tok_off, batch.y, K, sup_ptr, sup_label,
+        problem = ChainProblem(Xtok, kept_off, y_int, K, sup_ptr, sup_label,
                                loss, self.fit_intercept, self.n_jobs)
         if warm and len(self._z) == problem.n_params:
             z0 = self._z.copy()
@@ -328,12 +373,7 @@ class SequenceTagger(StructuredLinearModel):
             sup_ptr = np.arange(0, (d + 1) * K, K, dtype=np.int64)
             sup_label = np.tile(np.arange(K, dtype=np.int64), d)
             return sup_ptr, sup_label
-        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        keys = np.unique(X.indices.astype(np.int64) * K + y_int[rows])
-        feat, lab = keys // K, keys % K
-        sup_ptr = np.zeros(d + 1, dtype=np.int64)
-        np.cumsum(np.bincount(feat, minlength=d), out=sup_ptr[1:])
-        return sup_ptr, np.ascontiguousarray(lab, dtype=np.int64)
+        return observed_support(X.indptr, X.indices, y_int, d, K)
 
     def _set_model(self, z, problem, vec, classes, sup_ptr, sup_label, d):
         w, trans, start, end, bias = problem.unpack(z)
@@ -353,23 +393,36 @@ class SequenceTagger(StructuredLinearModel):
 
     # -------------------------------------------------------------- predict
     def _batches(self, X):
-        """Token matrix of X split into non-empty chain batches."""
+        """Token matrix of X; offsets of its non-empty sequences."""
         check_is_fitted(self)
         if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
             raise ValueError(f"X must be a list of sequences, got {type(X).__name__}.")
         Xtok, tok_off = self.vectorizer_.transform(X)
         lengths = np.diff(tok_off)
-        keep = np.flatnonzero(lengths > 0)
-        return Xtok.tocsr(), tok_off, lengths, keep
+        keep, kept_off = _drop_empty(tok_off)
+        return Xtok.tocsr(), kept_off, lengths, keep
+
+    def _token_scores(self, indptr, indices, data):
+        U = support_scores(indptr, indices, data, self._sup_ptr, self._sup_label,
+                           self._z[:self._n_support], len(self.classes_))
+        return U + self.intercept_
 
     def _theta(self, batch):
-        K = len(self.classes_)
-        X = batch.X
-        w = self._z[:self._n_support]
-        U = support_scores(X.indptr, X.indices, X.data, self._sup_ptr, self._sup_label,
-                           w, K) + self.intercept_
+        U = self._token_scores(batch.indptr, batch.indices, batch.data)
         return chain_assemble_scores(U, np.ascontiguousarray(self.transition_), self.start_,
                                      self.end_, batch.tok_off, batch.structure.part_off)
+
+    def _per_chunk(self, Xtok, kept_off, fn):
+        """``fn(batch)`` -> per-token rows, over chunks (threads with n_jobs)."""
+        K = len(self.classes_)
+        n_threads = n_workers(self.n_jobs, len(kept_off) - 1)
+        chunks = _contiguous_chunks(Xtok, kept_off, None, K, n_threads)
+        if n_threads == 1:
+            parts = [fn(b) for b in chunks]
+        else:
+            parts = Parallel(n_jobs=n_threads, prefer="threads")(
+                delayed(fn)(b) for b in chunks)
+        return np.concatenate(parts)
 
     def _split(self, flat, lengths, keep, fill):
         """Per-sequence pieces of a flat per-token array (empty ones as fill)."""
@@ -380,22 +433,19 @@ class SequenceTagger(StructuredLinearModel):
             off += lengths[i]
         return out
 
-    def _predict_flat(self, X):
-        Xtok, tok_off, lengths, keep = self._batches(X)
-        if len(keep) == 0:
-            return np.zeros(0, dtype=np.int64), lengths, keep
-        batch = _ChainBatch.select(Xtok, tok_off, None, len(self.classes_), keep)
+    def _decode(self, batch):
         theta = self._theta(batch)
         st = batch.structure
         if self.decoding == "map":
-            tags = st.argmax(theta)
-        else:
-            tags = st.calibrated_decode(self.loss_.mean(theta, st))
-        return tags, lengths, keep
+            return st.argmax(theta)
+        return st.calibrated_decode(self.loss_.mean(theta, st))
 
     def predict(self, X):
         """Predicted tag sequences (a list of lists of labels)."""
-        tags, lengths, keep = self._predict_flat(X)
+        Xtok, kept_off, lengths, keep = self._batches(X)
+        if len(keep) == 0:
+            return [[] for _ in lengths]
+        tags = self._per_chunk(Xtok, kept_off, self._decode)
         classes = np.asarray(self.classes_, dtype=object)
         return [list(seq) for seq in self._split(classes[tags], lengths, keep, list)]
 
@@ -404,12 +454,10 @@ class SequenceTagger(StructuredLinearModel):
 
         The sequence score adds ``transition_``, ``start_`` and ``end_``.
         """
-        Xtok, tok_off, lengths, keep = self._batches(X)
-        K = len(self.classes_)
-        X_ = Xtok
-        U = support_scores(X_.indptr, X_.indices, X_.data, self._sup_ptr, self._sup_label,
-                           self._z[:self._n_support], K) + self.intercept_
-        return [U[tok_off[i]:tok_off[i + 1]] for i in range(len(lengths))]
+        check_is_fitted(self)
+        Xtok, tok_off = self.vectorizer_.transform(X)
+        U = self._token_scores(Xtok.indptr, Xtok.indices, Xtok.data)
+        return [U[tok_off[i]:tok_off[i + 1]] for i in range(len(tok_off) - 1)]
 
     def predict_marginals(self, X):
         """Per-token tag marginals: a list of (L, n_tags) arrays.
@@ -417,13 +465,16 @@ class SequenceTagger(StructuredLinearModel):
         CRF marginals (``loss='crf'``), SparseMAP or projected marginals, the
         MAP indicators (perceptron and hinge losses) or raw scores ('squared').
         """
-        Xtok, tok_off, lengths, keep = self._batches(X)
+        Xtok, kept_off, lengths, keep = self._batches(X)
         K = len(self.classes_)
         if len(keep) == 0:
             return [np.zeros((0, K)) for _ in lengths]
-        batch = _ChainBatch.select(Xtok, tok_off, None, K, keep)
-        st = batch.structure
-        mu = st.unary(self.loss_.mean(self._theta(batch), st))
+
+        def marginals(batch):
+            st = batch.structure
+            return st.unary(self.loss_.mean(self._theta(batch), st))
+
+        mu = self._per_chunk(Xtok, kept_off, marginals)
         return self._split(mu, lengths, keep, lambda: np.zeros((0, K)))
 
     def predict_sparse(self, X):
@@ -435,12 +486,12 @@ class SequenceTagger(StructuredLinearModel):
             The sequences in each SparseMAP support with their probabilities
             (they sum to one); ``[([], 1.0)]`` for an empty input sequence.
         """
-        Xtok, tok_off, lengths, keep = self._batches(X)
+        Xtok, kept_off, lengths, keep = self._batches(X)
         K = len(self.classes_)
         classes = np.asarray(self.classes_, dtype=object)
         out = [[([], 1.0)] for _ in lengths]
-        for i in keep:
-            batch = _ChainBatch.select(Xtok, tok_off, None, K, np.array([i]))
+        for j, i in enumerate(keep):
+            batch = _ChainBatch.contiguous(Xtok, kept_off, None, K, j, j + 1)
             st = batch.structure
             _, V, wts, _ = st.sparsemap_support(self._theta(batch))
             out[i] = [(list(classes[st.decode(v)]), float(wt)) for v, wt in zip(V, wts)]

@@ -1,5 +1,9 @@
 """Numba kernels of the linear models over flat ragged data.
 
+Plain serial kernels that release the GIL: callers parallelise over chunks
+of sequences with joblib threads (Numba's own threading layers are not safe
+to enter from several threads at once).
+
 *Support-restricted weights.*  Token scores ``U[t, k] = sum_a x[t, a]
 w[a, k]`` where only the (feature, label) pairs of a *support* carry a weight
 (CRFsuite's default: the pairs seen in training).  The support is stored as a
@@ -15,15 +19,15 @@ and their gradients are summed back.
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)
 def support_scores(indptr, indices, data, sup_ptr, sup_label, w, n_labels):
     """``U`` (n_rows, n_labels) for CSR rows and support-restricted weights."""
     n = len(indptr) - 1
     U = np.zeros((n, n_labels))
-    for t in prange(n):
+    for t in range(n):
         for j in range(indptr[t], indptr[t + 1]):
             a = indices[j]
             x = data[j]
@@ -33,9 +37,8 @@ def support_scores(indptr, indices, data, sup_ptr, sup_label, w, n_labels):
 
 
 @njit(cache=True, nogil=True)
-def support_grad(indptr, indices, data, sup_ptr, sup_label, G):
-    """Gradient in ``w`` of ``sum_{t,k} G[t, k] U[t, k]`` (chain rule)."""
-    g = np.zeros(sup_ptr[-1])
+def support_grad(indptr, indices, data, sup_ptr, sup_label, G, g):
+    """Add to ``g`` the gradient in ``w`` of ``sum_{t,k} G[t, k] U[t, k]``."""
     n = len(indptr) - 1
     for t in range(n):
         for j in range(indptr[t], indptr[t + 1]):
@@ -154,3 +157,30 @@ def chain_unary_view(a, tok_off, part_off, n_tags):
             for k in range(K):
                 U[t0 + t, k] = a[base + t * K + k]
     return U
+
+
+@njit(cache=True, nogil=True)
+def observed_support(indptr, indices, y, n_features, n_labels):
+    """Support of the (feature, label) pairs that co-occur in the data.
+
+    Returns ``(sup_ptr, sup_label)`` (labels sorted within each feature),
+    using one boolean row of ``n_labels`` per feature and no sort.
+    """
+    seen = np.zeros((n_features, n_labels), dtype=np.bool_)
+    counts = np.zeros(n_features + 1, dtype=np.int64)
+    for t in range(len(indptr) - 1):
+        k = y[t]
+        for j in range(indptr[t], indptr[t + 1]):
+            a = indices[j]
+            if not seen[a, k]:
+                seen[a, k] = True
+                counts[a + 1] += 1
+    sup_ptr = np.cumsum(counts)
+    sup_label = np.empty(sup_ptr[-1], dtype=np.int64)
+    for a in range(n_features):
+        s = sup_ptr[a]
+        for k in range(n_labels):
+            if seen[a, k]:
+                sup_label[s] = k
+                s += 1
+    return sup_ptr, sup_label

@@ -1,0 +1,248 @@
+"""Sequence-tagging benchmark: structlearn SequenceTagger vs sklearn-crfsuite.
+
+Tasks (data from ``../shared/data``, standard splits):
+
+* ``conll2000``: CoNLL-2000 chunking, train on train.txt, chunk span F1
+  (conlleval definition) on test.txt.  Features: the CRF++ chunking template
+  of CRFsuite's benchmark (``_seq_common.chunking_features``).
+* ``ewt``: UPOS tagging on UD English EWT, train on train, accuracy on test.
+  Features: ``structlearn.datasets.pos_token_features`` (word, suffixes,
+  prefix, shape flags, neighbouring words).
+
+Every model sees the same feature dicts.  Regularisation: CRFsuite's L2
+coefficient ``c2 = 1`` on the SUM of the losses is ``alpha = 2 c2 / n`` on
+structlearn's MEAN loss, so ``crf`` solves the same problem as CRFsuite's
+L-BFGS; every regularised loss uses that alpha (no tuning: CoNLL-2000 has no
+development set).  Both L-BFGS implementations stop by the same rule
+(relative decrease < 1e-5 over 10 iterations, CRFsuite's default).  The
+averaged perceptrons run the same number of epochs.
+
+Timing: all models run one after another **in this process** on the same
+data (so the time ratios are side by side); structlearn uses ``n_jobs``
+threads (default 2).  Peak memory (``--memory``): each of the CRF and
+perceptron pairs is refit in a fresh subprocess, which reports the growth
+of its peak RSS during fit (data loading excluded).
+
+Usage::
+
+    python benchmarks/bench_sequence.py --quick               # 1,000 sentences, prints only
+    python benchmarks/bench_sequence.py --task conll2000 --memory
+    python benchmarks/bench_sequence.py --task ewt
+"""
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS, machine_info, md_table, write_csv  # noqa: E402
+from _seq_common import SHARED, conll2000_xy  # noqa: E402
+
+from structlearn import SequenceTagger  # noqa: E402
+from structlearn.losses import Projection  # noqa: E402
+from structlearn.metrics import chunk_f1, token_accuracy  # noqa: E402
+
+EPOCHS = 10  # perceptron epochs (both libraries) and SGD epochs of the SVMs
+
+
+def ewt_xy(subset):
+    from structlearn.datasets import fetch_ud_treebank, pos_token_features
+
+    sents = fetch_ud_treebank("en_ewt", subset, data_home=SHARED,
+                              download_if_missing=False)
+    X = [pos_token_features([t["form"] for t in s.tokens]) for s in sents]
+    y = [[t["upos"] for t in s.tokens] for s in sents]
+    return X, y
+
+
+def load(task, quick):
+    if task == "conll2000":
+        (Xtr, ytr), (Xte, yte) = conll2000_xy("train"), conll2000_xy("test")
+    else:
+        (Xtr, ytr), (Xte, yte) = ewt_xy("train"), ewt_xy("test")
+    if quick:
+        Xtr, ytr, Xte, yte = Xtr[:1000], ytr[:1000], Xte[:300], yte[:300]
+    return Xtr, ytr, Xte, yte
+
+
+def models(n_train, n_jobs):
+    """name -> (library, factory)."""
+    alpha = 2.0 / n_train
+
+    def ours(loss, **kw):
+        kw.setdefault("alpha", alpha)
+        return lambda: SequenceTagger(loss=loss, n_jobs=n_jobs, random_state=0, **kw)
+
+    def crfsuite(**kw):
+        def make():
+            import sklearn_crfsuite
+            return sklearn_crfsuite.CRF(**kw)
+        return make
+
+    return {
+        "crfsuite lbfgs": ("crfsuite", crfsuite(algorithm="lbfgs", c2=1.0)),
+        "crf": ("structlearn", ours("crf")),
+        "crfsuite ap": ("crfsuite", crfsuite(algorithm="ap", max_iterations=EPOCHS)),
+        "perceptron": ("structlearn", ours("perceptron", max_iter=EPOCHS)),
+        "hinge": ("structlearn", ours("hinge", max_iter=EPOCHS)),
+        "hinge-slack": ("structlearn", ours("hinge-slack", max_iter=EPOCHS)),
+        "hinge-approx-slack": ("structlearn", ours("hinge-approx-slack", max_iter=EPOCHS)),
+        "poslearn": ("structlearn", ours("poslearn", max_iter=EPOCHS)),
+        "sparsemap": ("structlearn", ours("sparsemap")),
+        "m-sparsemap": ("structlearn", ours("m-sparsemap")),
+        "projection": ("structlearn", ours("projection")),
+        "projection[cube,euclidean]": ("structlearn", ours(Projection(set="cube"),
+                                                           decoding="calibrated")),
+        "projection[cube,kl]": ("structlearn", ours(Projection(set="cube", geometry="kl"),
+                                                    decoding="calibrated")),
+    }
+
+
+def evaluate(task, y_true, y_pred):
+    acc = token_accuracy(y_true, y_pred)
+    f1 = chunk_f1(y_true, y_pred) if task == "conll2000" else float("nan")
+    return acc, f1
+
+
+def run_one(name, lib, make, data, task):
+    Xtr, ytr, Xte, yte = data
+    est = make()
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        est.fit(Xtr, ytr)
+        fit_time = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    pred = est.predict(Xte)
+    predict_time = time.perf_counter() - t0
+    acc, f1 = evaluate(task, yte, pred)
+    row = dict(task=task, model=name, library=lib, fit_s=round(fit_time, 2),
+               predict_s=round(predict_time, 3), accuracy=round(acc, 4),
+               f1=round(f1, 4), warnings=len(log))
+    if lib == "structlearn":
+        row["iterations"] = est.n_iter_
+        row["n_params"] = est._z.size
+        if est.loss_.name in ("sparsemap", "m-sparsemap"):
+            sizes = [len(d) for d in est.predict_sparse(Xte[:500])]
+            row["support_mean"] = round(float(np.mean(sizes)), 2)
+            row["support_1"] = round(float(np.mean(np.asarray(sizes) == 1)), 3)
+    else:
+        info = est.training_log_.last_iteration if est.training_log_ else {}
+        row["iterations"] = info.get("num", "")
+        row["n_params"] = info.get("active_features", "")
+    return row
+
+
+def memory_child(task, name, quick, n_jobs):
+    """Fit one model in this (fresh) process; print its peak-RSS growth."""
+    data = load(task, quick)
+    lib, make = models(len(data[0]), n_jobs)[name]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    est = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(data[0], data[1])
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"model": name, "peak_growth_mb": round((after - before) / 1024, 1)}))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--task", choices=["conll2000", "ewt"], default="conll2000")
+    ap.add_argument("--quick", action="store_true", help="1,000 training sentences; print only")
+    ap.add_argument("--models", default=None, help="comma-separated subset")
+    ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--memory", action="store_true",
+                    help="also measure peak memory of the CRF / perceptron pairs")
+    ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.memory_child:
+        memory_child(args.task, args.memory_child, args.quick, args.n_jobs)
+        return
+    data = load(args.task, args.quick)
+    table = models(len(data[0]), args.n_jobs)
+    names = args.models.split(",") if args.models else list(table)
+    if args.task == "ewt":
+        names = [n for n in names if n not in ("hinge-slack",)] if args.models is None else names
+    print(f"{args.task}: {len(data[0])} training / {len(data[2])} test sequences, "
+          f"{sum(map(len, data[0]))} training tokens")
+    rows = []
+    for name in names:
+        lib, make = table[name]
+        row = run_one(name, lib, make, data, args.task)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if args.memory:
+        for name in [n for n in ("crfsuite lbfgs", "crf", "crfsuite ap", "perceptron")
+                     if n in names]:
+            cmd = [sys.executable, __file__, "--task", args.task, "--memory-child", name,
+                   "--n-jobs", str(args.n_jobs)] + (["--quick"] if args.quick else [])
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            mem = json.loads(out.strip().splitlines()[-1])
+            for row in rows:
+                if row["model"] == name:
+                    row["peak_growth_mb"] = mem["peak_growth_mb"]
+            print(out.strip(), flush=True)
+    if not args.quick:
+        write_report(args, rows)
+
+
+def write_report(args, rows):
+    RESULTS.mkdir(exist_ok=True)
+    stem = f"sequence_{args.task}"
+    fields = ["task", "model", "library", "fit_s", "predict_s", "accuracy", "f1",
+              "iterations", "n_params", "support_mean", "support_1", "peak_growth_mb",
+              "warnings"]
+    write_csv(RESULTS / f"{stem}.csv", rows, fields)
+    by = {r["model"]: r for r in rows}
+
+    def ratio(a, b, key):
+        if a in by and b in by and by[b].get(key):
+            return f"{by[a][key] / by[b][key]:.2f}"
+        return "n/a"
+
+    metric = "f1" if args.task == "conll2000" else "accuracy"
+    header = ["model", "library", metric.replace("f1", "span F1"), "token acc", "fit (s)",
+              "predict (s)", "iterations", "parameters", "SparseMAP support (mean / % single)",
+              "peak fit memory growth (MB)"]
+    body = []
+    for r in rows:
+        sup = (f"{r['support_mean']} / {100 * r['support_1']:.0f}%"
+               if "support_mean" in r else "")
+        body.append([r["model"], r["library"],
+                     f"{100 * r[metric]:.2f}", f"{100 * r['accuracy']:.2f}",
+                     f"{r['fit_s']:.1f}", f"{r['predict_s']:.2f}", str(r["iterations"]),
+                     str(r["n_params"]), sup, str(r.get("peak_growth_mb", ""))])
+    ratios = [
+        ["crf / crfsuite lbfgs", ratio("crf", "crfsuite lbfgs", "fit_s"),
+         ratio("crf", "crfsuite lbfgs", "predict_s"),
+         ratio("crf", "crfsuite lbfgs", "peak_growth_mb")],
+        ["perceptron / crfsuite ap", ratio("perceptron", "crfsuite ap", "fit_s"),
+         ratio("perceptron", "crfsuite ap", "predict_s"),
+         ratio("perceptron", "crfsuite ap", "peak_growth_mb")],
+    ]
+    cmd = "python benchmarks/bench_sequence.py --task " + args.task + \
+        (" --memory" if args.memory else "")
+    text = [f"# Sequence tagging benchmark: {args.task}", "",
+            f"Command: `{cmd}` (n_jobs={args.n_jobs}).", "",
+            "Machine: " + ", ".join(f"{k} {v}" for k, v in machine_info().items()), "",
+            md_table(header, body), "", "Ratios (structlearn / peer, side by side):", "",
+            md_table(["pair", "fit time", "predict time", "peak memory growth"], ratios), ""]
+    (RESULTS / f"{stem}.md").write_text("\n".join(text))
+    print(f"wrote {RESULTS / stem}.md")
+
+
+if __name__ == "__main__":
+    main()
