@@ -37,7 +37,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import resource  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -103,9 +102,9 @@ def models(n_train, n_jobs):
         "sparsemap": ("structlearn", ours("sparsemap")),
         "m-sparsemap": ("structlearn", ours("m-sparsemap")),
         "projection": ("structlearn", ours("projection")),
-        "projection[cube,euclidean]": ("structlearn", ours(Projection(set="cube"),
+        "projection-cube-euclidean": ("structlearn", ours(Projection(set="cube"),
                                                            decoding="calibrated")),
-        "projection[cube,kl]": ("structlearn", ours(Projection(set="cube", geometry="kl"),
+        "projection-cube-kl": ("structlearn", ours(Projection(set="cube", geometry="kl"),
                                                     decoding="calibrated")),
     }
 
@@ -149,13 +148,28 @@ def memory_child(task, name, quick, n_jobs):
     """Fit one model in this (fresh) process; print its peak-RSS growth."""
     data = load(task, quick)
     lib, make = models(len(data[0]), n_jobs)[name]
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    import gc
+
+    gc.collect()
+    # reset the kernel's peak-RSS counter (Linux), so that the transient peak
+    # of data loading does not hide the fit's
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before = _status_kb("VmRSS")
     est = make()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(data[0], data[1])
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    after = _status_kb("VmHWM")
     print(json.dumps({"model": name, "peak_growth_mb": round((after - before) / 1024, 1)}))
+
+
+def _status_kb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
 
 
 def main():
@@ -199,9 +213,34 @@ def main():
         write_report(args, rows)
 
 
+def _merge_previous(path, rows):
+    """Rows of models not re-run now are kept from the previous results file."""
+    import csv
+
+    if not path.exists():
+        return rows
+    done = {r["model"] for r in rows}
+    kept = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["model"] in done:
+                continue
+            for key in ("fit_s", "predict_s", "accuracy", "f1", "support_mean", "support_1",
+                        "peak_growth_mb"):
+                if r.get(key) not in (None, ""):
+                    r[key] = float(r[key])
+                else:
+                    r.pop(key, None)
+            kept.append(r)
+    order = list(models(1, 1))
+    return sorted(kept + rows, key=lambda r: order.index(r["model"])
+                  if r["model"] in order else len(order))
+
+
 def write_report(args, rows):
     RESULTS.mkdir(exist_ok=True)
     stem = f"sequence_{args.task}"
+    rows = _merge_previous(RESULTS / f"{stem}.csv", rows)
     fields = ["task", "model", "library", "fit_s", "predict_s", "accuracy", "f1",
               "iterations", "n_params", "support_mean", "support_1", "peak_growth_mb",
               "warnings"]

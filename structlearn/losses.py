@@ -222,9 +222,10 @@ class CRF(Loss):
         structure.marginals(np.zeros((1, structure.n_parts)))
 
     def value_and_grad(self, theta, y, structure):
-        phi = structure.encode(y)
         mu, logZ = structure.marginals_and_log_partition(theta)
-        return logZ - structure.dot(theta, phi), mu - phi
+        value = logZ - structure.scores(theta, y)
+        mu -= structure.encode(y)  # mu is ours: reuse it as the gradient
+        return value, mu
 
     def mean(self, theta, structure):
         return structure.marginals(theta)

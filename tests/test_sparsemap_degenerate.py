@@ -253,3 +253,74 @@ def test_explicit_vertices_cutting_plane_dual_shape():
     check_solution(eta, 4, P, mu, V, w)
     ref = qp_reference(eta, 4, P)
     assert abs(objective(eta, mu, 4) - objective(eta, ref, 4)) < 1e-6
+
+
+# ------------------------------------------- large supports (incremental factor)
+def _chain_certificate(eta, L, K, mu):
+    """Frank-Wolfe gap of ``mu`` over *all* K^L tag sequences (Viterbi on the
+    gradient is the exact linear maximiser over the chain polytope)."""
+    nu = L * K
+    grad = np.array(eta, dtype=float)
+    grad[:nu] -= mu[:nu]
+    out = np.zeros(len(eta))
+    chain_map(grad, np.array([L, K], dtype=float), out)
+    return grad @ out - grad @ mu
+
+
+def _check_chain_support(V, w, mu, L, K):
+    nu = L * K
+    assert np.all(w > 0) and abs(w.sum() - 1.0) < 1e-12
+    for v in V:  # genuine vertices: the encoding of their decoded sequence
+        U = v[:nu].reshape(L, K)
+        assert np.all((U == 0) | (U == 1)) and np.all(U.sum(axis=1) == 1)
+        assert_allclose(v, phi(list(U.argmax(axis=1)), K))
+    assert_allclose(w @ V, mu, atol=1e-12)
+    assert affinely_independent(V, nu)
+
+
+def test_large_chain_matches_pairwise_conditional_gradient():
+    # Many active vertices (the factor grows past its initial capacity and
+    # loses arbitrary positions, including the first): optimal by the exact
+    # certificate, and consistent with pairwise Frank-Wolfe.
+    from structlearn.kernels.sparsemap import sparsemap_conditional_gradient
+    K, L = 10, 20
+    nu = L * K
+    rng = np.random.RandomState(0)
+    eta = 0.05 * rng.randn(nu + K * K + 2 * K)
+    mu, V, w, n_iter = chain_solve(eta, L, K)
+    assert n_iter < 1000 and len(V) > 60
+    _check_chain_support(V, w, mu, L, K)
+    scale = 1.0 + np.max(np.abs(eta))
+    assert _chain_certificate(eta, L, K, mu) <= 1e-12 * scale
+    params = np.array([L, K], dtype=float)
+    mu_pw, _, _, _ = sparsemap_conditional_gradient(eta, nu, chain_map, params, 2, 3000, 1e-12)
+    gap_pw = _chain_certificate(eta, L, K, mu_pw)
+    assert gap_pw < 1e-2
+    # f* - f(mu_pw) <= gap_pw, and by 1-strong concavity in the unary part
+    # 1/2 ||u* - u_pw||^2 <= f* - f(mu_pw).
+    f_as, f_pw = objective(eta, mu, nu), objective(eta, mu_pw, nu)
+    assert f_pw - 1e-12 <= f_as <= f_pw + gap_pw
+    assert np.linalg.norm(mu[:nu] - mu_pw[:nu]) <= np.sqrt(2.0 * gap_pw) + 1e-9
+
+
+def test_near_uniform_chain_converges():
+    # The regime of SparseMAP training from zero weights: tiny scores, a
+    # support of hundreds of vertices.  Must reach the gap tolerance.
+    K, L = 20, 30
+    nu = L * K
+    eta = 0.01 * np.random.RandomState(0).randn(nu + K * K + 2 * K)
+    mu, V, w, n_iter = sparsemap_active_set(eta, nu, chain_map, np.array([L, K], dtype=float),
+                                            20000, 1e-9)
+    assert n_iter < 20000 and len(V) > 300
+    _check_chain_support(V, w, mu, L, K)
+    scale = 1.0 + np.max(np.abs(eta))
+    assert _chain_certificate(eta, L, K, mu) <= 1e-9 * scale
+
+
+def test_zero_scores_chain():
+    # eta = 0: the minimum-norm point is the uniform unary marginal.
+    K, L = 6, 5
+    eta = np.zeros(L * K + K * K + 2 * K)
+    mu, V, w, _ = chain_solve(eta, L, K)
+    assert_allclose(mu[:L * K], 1.0 / K, atol=1e-10)
+    _check_chain_support(V, w, mu, L, K)

@@ -12,11 +12,13 @@ from ..kernels.linear import (
     chain_assemble_scores,
     chain_reduce_grad,
     observed_support,
+    pack_support,
+    support_entries,
     support_grad,
     support_scores,
 )
-from ..losses import get_loss
-from ..solvers import n_workers
+from ..losses import Perceptron, Projection, SparseMAP, get_loss
+from ..solvers import n_workers, sgd
 from ..structures.chain import Chain
 from ._base import StructuredLinearModel
 
@@ -47,6 +49,13 @@ def _check_label_sequences(y, n):
     return out
 
 
+def _uses_active_set(loss):
+    """Whether training calls the SparseMAP active set on every sequence."""
+    if isinstance(loss, SparseMAP):
+        return True
+    return isinstance(loss, Projection) and loss.set in ("marginal", "chain")
+
+
 def _sorted_labels(labels):
     try:
         return sorted(labels)
@@ -66,41 +75,52 @@ def _drop_empty(tok_off):
     return keep, np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
 
 
-class _ChainBatch:
-    """CSR token arrays, token offsets (from 0) and tags of a batch of
-    non-empty sequences; ``indptr`` may index into larger shared arrays."""
+class _Tokens:
+    """Token features ready for the support kernels: CSR ``indptr`` and
+    ``data`` plus each entry's support offsets (:func:`support_entries`)."""
 
-    def __init__(self, indptr, indices, data, tok_off, y, n_tags):
-        self.indptr, self.indices, self.data = indptr, indices, data
+    def __init__(self, X, sup_ptr):
+        X = X.tocsr()
+        self.X = X
+        self.indptr, self.data = X.indptr, X.data
+        self.nz_start, self.nz_len = support_entries(X.indices, sup_ptr)
+        self.sup_ptr = sup_ptr
+
+
+class _ChainBatch:
+    """Token rows, token offsets (from 0) and tags of a batch of non-empty
+    sequences; ``indptr`` may index into larger shared arrays."""
+
+    def __init__(self, indptr, tokens, tok_off, y, n_tags):
+        self.indptr, self.tokens = indptr, tokens
         self.tok_off = np.ascontiguousarray(tok_off, dtype=np.int64)
         self.y = y
         self.structure = Chain(n_tags, self.tok_off)
 
     @classmethod
-    def contiguous(cls, X, tok_off, y, n_tags, a, b):
+    def contiguous(cls, tokens, tok_off, y, n_tags, a, b):
         """Sequences ``a..b-1`` without copying the token data."""
         t0, t1 = tok_off[a], tok_off[b]
-        return cls(X.indptr[t0:t1 + 1], X.indices, X.data, tok_off[a:b + 1] - t0,
+        return cls(tokens.indptr[t0:t1 + 1], tokens, tok_off[a:b + 1] - t0,
                    None if y is None else y[t0:t1], n_tags)
 
     @classmethod
-    def select(cls, X, tok_off, y, n_tags, seqs):
+    def select(cls, tokens, tok_off, y, n_tags, seqs):
         """Any subset of sequences (copies their token rows)."""
         starts, ends = tok_off[seqs], tok_off[seqs + 1]
         lengths = ends - starts
         rows = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])
         off = np.concatenate([[0], np.cumsum(lengths)])
-        Xs = X[rows]
-        return cls(Xs.indptr, Xs.indices, Xs.data, off, None if y is None else y[rows],
-                   n_tags)
+        sub = _Tokens(tokens.X[rows], tokens.sup_ptr)
+        return cls(sub.indptr, sub, off, None if y is None else y[rows], n_tags)
 
 
-def _contiguous_chunks(X, tok_off, y, n_tags, n_min=1):
+def _contiguous_chunks(tokens, tok_off, y, n_tags, n_min=1):
     """Split a batch into contiguous chunks of about CHUNK_SEQUENCES sequences."""
     n = len(tok_off) - 1
     n_chunks = max(n_min, -(-n // CHUNK_SEQUENCES))
     bounds = np.linspace(0, n, min(n_chunks, n) + 1).astype(np.int64)
-    return [_ChainBatch.contiguous(X, tok_off, y, n_tags, a, b)
+    return [_ChainBatch.contiguous(tokens, tok_off, y, n_tags, a, b)
             for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
@@ -116,7 +136,8 @@ class ChainProblem:
 
     def __init__(self, X, tok_off, y, n_tags, sup_ptr, sup_label, loss,
                  fit_intercept=True, n_jobs=None):
-        self.X = X.tocsr()
+        self.tokens = _Tokens(X, sup_ptr)
+        self.X = self.tokens.X
         self.tok_off = np.ascontiguousarray(tok_off, dtype=np.int64)
         self.y = np.ascontiguousarray(y, dtype=np.int64)
         self.K = int(n_tags)
@@ -129,7 +150,8 @@ class ChainProblem:
         self.penalized = np.zeros(self.n_params, dtype=bool)
         self.penalized[:self.n_support + K * K + 2 * K] = True
         self.n_threads = n_workers(n_jobs, self.n_samples)
-        self.chunks = _contiguous_chunks(self.X, self.tok_off, self.y, K, self.n_threads)
+        self.chunks = _contiguous_chunks(self.tokens, self.tok_off, self.y, K,
+                                         self.n_threads)
 
     def unpack(self, z):
         K, S = self.K, self.n_support
@@ -140,17 +162,19 @@ class ChainProblem:
         bias = z[S + K * K + 2 * K:] if self.fit_intercept else np.zeros(K)
         return w, trans, start, end, bias
 
-    def scores(self, z, batch):
+    def scores(self, z, batch, packed=None):
         w, trans, start, end, bias = self.unpack(z)
-        U = support_scores(batch.indptr, batch.indices, batch.data, self.sup_ptr,
-                           self.sup_label, w, self.K)
+        if packed is None:
+            packed = pack_support(self.sup_label, w)
+        tk = batch.tokens
+        U = support_scores(batch.indptr, tk.nz_start, tk.nz_len, tk.data, packed, self.K)
         U += bias
         return chain_assemble_scores(U, np.ascontiguousarray(trans), start, end,
                                      batch.tok_off, batch.structure.part_off)
 
-    def _batch_value_and_grad(self, z, batch, g):
+    def _batch_value_and_grad(self, z, batch, g, packed=None):
         """Loss values of a batch; adds the gradient of their sum to ``g``."""
-        theta = self.scores(z, batch)
+        theta = self.scores(z, batch, packed)
         st = batch.structure
         vals, G = self.loss.value_and_grad(theta, batch.y, st)
         del theta
@@ -158,8 +182,9 @@ class ChainProblem:
                                               batch.tok_off, st.part_off, self.K)
         del G
         K, S = self.K, self.n_support
-        support_grad(batch.indptr, batch.indices, batch.data, self.sup_ptr,
-                     self.sup_label, GU, g[:S])
+        tk = batch.tokens
+        support_grad(batch.indptr, tk.nz_start, tk.nz_len, tk.data, self.sup_label, GU,
+                     g[:S])
         g[S:S + K * K] += gtr.ravel()
         g[S + K * K:S + K * K + K] += gst
         g[S + K * K + K:S + K * K + 2 * K] += gen
@@ -167,9 +192,9 @@ class ChainProblem:
             g[S + K * K + 2 * K:] += GU.sum(axis=0)
         return vals
 
-    def _group_value_and_grad(self, z, batches):
+    def _group_value_and_grad(self, z, batches, packed=None):
         g = np.zeros(self.n_params)
-        vals = [self._batch_value_and_grad(z, b, g) for b in batches]
+        vals = [self._batch_value_and_grad(z, b, g, packed) for b in batches]
         return np.concatenate(vals), g
 
     def sq_norms(self):
@@ -181,15 +206,16 @@ class ChainProblem:
 
     def value_and_grad(self, z, idx=None):
         if idx is not None:
-            batch = _ChainBatch.select(self.X, self.tok_off, self.y, self.K,
+            batch = _ChainBatch.select(self.tokens, self.tok_off, self.y, self.K,
                                        np.asarray(idx, dtype=np.int64))
             return self._group_value_and_grad(z, [batch])
+        packed = pack_support(self.sup_label, z[:self.n_support])
         if self.n_threads == 1:
-            return self._group_value_and_grad(z, self.chunks)
+            return self._group_value_and_grad(z, self.chunks, packed)
         # one task per thread (contiguous chunks), each with its own gradient
         bounds = np.linspace(0, len(self.chunks), self.n_threads + 1).astype(int)
         res = Parallel(n_jobs=self.n_threads, prefer="threads")(
-            delayed(self._group_value_and_grad)(z, self.chunks[a:b])
+            delayed(self._group_value_and_grad)(z, self.chunks[a:b], packed)
             for a, b in zip(bounds[:-1], bounds[1:]))
         return np.concatenate([r[0] for r in res]), sum(r[1] for r in res)
 
@@ -272,8 +298,6 @@ class SequenceTagger(StructuredLinearModel):
     """
 
     _lbfgs_period = 10
-    #: L-BFGS correction pairs (CRFsuite's default number of memories)
-    _lbfgs_history = 6
 
     def __init__(self, loss="crf", alpha=1e-4, fit_intercept=True, solver="auto",
                  max_iter=None, tol=None, decoding="map", feature_support="observed",
@@ -351,6 +375,15 @@ class SequenceTagger(StructuredLinearModel):
                                loss, self.fit_intercept, self.n_jobs)
         if warm and len(self._z) == problem.n_params:
             z0 = self._z.copy()
+        elif _uses_active_set(loss):
+            # The active set is slowest at near-zero scores, whose SparseMAP
+            # solutions are near-uniform mixtures of hundreds of sequences;
+            # one averaged-perceptron epoch moves the start out of that
+            # regime (the objective is convex: only the time changes).
+            pb0 = ChainProblem(Xtok, kept_off, y_int, K, sup_ptr, sup_label, Perceptron(),
+                               self.fit_intercept, self.n_jobs)
+            z0, _, _ = sgd(pb0, 0.0, np.zeros(problem.n_params), max_iter=1,
+                           random_state=self.random_state, perceptron=True)
         else:
             z0 = np.zeros(problem.n_params)
         if self.verbose:
@@ -400,15 +433,16 @@ class SequenceTagger(StructuredLinearModel):
         Xtok, tok_off = self.vectorizer_.transform(X)
         lengths = np.diff(tok_off)
         keep, kept_off = _drop_empty(tok_off)
-        return Xtok.tocsr(), kept_off, lengths, keep
+        return _Tokens(Xtok, self._sup_ptr), kept_off, lengths, keep
 
-    def _token_scores(self, indptr, indices, data):
-        U = support_scores(indptr, indices, data, self._sup_ptr, self._sup_label,
-                           self._z[:self._n_support], len(self.classes_))
+    def _token_scores(self, indptr, tokens):
+        packed = pack_support(self._sup_label, self._z[:self._n_support])
+        U = support_scores(indptr, tokens.nz_start, tokens.nz_len, tokens.data, packed,
+                           len(self.classes_))
         return U + self.intercept_
 
     def _theta(self, batch):
-        U = self._token_scores(batch.indptr, batch.indices, batch.data)
+        U = self._token_scores(batch.indptr, batch.tokens)
         return chain_assemble_scores(U, np.ascontiguousarray(self.transition_), self.start_,
                                      self.end_, batch.tok_off, batch.structure.part_off)
 
@@ -456,7 +490,8 @@ class SequenceTagger(StructuredLinearModel):
         """
         check_is_fitted(self)
         Xtok, tok_off = self.vectorizer_.transform(X)
-        U = self._token_scores(Xtok.indptr, Xtok.indices, Xtok.data)
+        tokens = _Tokens(Xtok, self._sup_ptr)
+        U = self._token_scores(tokens.indptr, tokens)
         return [U[tok_off[i]:tok_off[i + 1]] for i in range(len(tok_off) - 1)]
 
     def predict_marginals(self, X):

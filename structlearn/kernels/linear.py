@@ -9,7 +9,9 @@ w[a, k]`` where only the (feature, label) pairs of a *support* carry a weight
 (CRFsuite's default: the pairs seen in training).  The support is stored as a
 CSR pattern over features: the pairs of feature ``a`` are ``s in
 sup_ptr[a]:sup_ptr[a+1]`` with label ``sup_label[s]`` and weight ``w[s]``.
-A dense model is the support of every pair.
+A dense model is the support of every pair.  The scoring kernels are bound
+by cache misses on the (randomly accessed) word features, hence the
+per-entry support offsets and the interleaved (label, weight) pairs.
 
 *Chain score assembly.*  A chain batch is scored in the flat block layout of
 :mod:`structlearn.kernels.chain` (per sequence: unaries ``L x K``, then
@@ -23,30 +25,56 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def support_scores(indptr, indices, data, sup_ptr, sup_label, w, n_labels):
-    """``U`` (n_rows, n_labels) for CSR rows and support-restricted weights."""
+def support_entries(indices, sup_ptr):
+    """For every stored entry of a CSR matrix, where its feature's support
+    starts and how long it is (int32): the kernels below then read the
+    support sequentially instead of looking ``sup_ptr`` up at random."""
+    n = len(indices)
+    start = np.empty(n, dtype=np.int32)
+    length = np.empty(n, dtype=np.int32)
+    for j in range(n):
+        a = indices[j]
+        start[j] = sup_ptr[a]
+        length[j] = sup_ptr[a + 1] - sup_ptr[a]
+    return start, length
+
+
+def pack_support(sup_label, w):
+    """Interleave ``(label, weight)`` pairs: one cache line holds both."""
+    packed = np.empty(2 * len(w))
+    packed[0::2] = sup_label
+    packed[1::2] = w
+    return packed
+
+
+@njit(cache=True, nogil=True)
+def support_scores(indptr, nz_start, nz_len, data, packed, n_labels):
+    """``U`` (n_rows, n_labels) for CSR rows and support-restricted weights.
+
+    ``nz_start, nz_len`` from :func:`support_entries`, ``packed`` from
+    :func:`pack_support`.
+    """
     n = len(indptr) - 1
     U = np.zeros((n, n_labels))
     for t in range(n):
         for j in range(indptr[t], indptr[t + 1]):
-            a = indices[j]
+            s0 = nz_start[j]
             x = data[j]
-            for s in range(sup_ptr[a], sup_ptr[a + 1]):
-                U[t, sup_label[s]] += x * w[s]
+            for s in range(s0, s0 + nz_len[j]):
+                U[t, np.int64(packed[2 * s])] += x * packed[2 * s + 1]
     return U
 
 
 @njit(cache=True, nogil=True)
-def support_grad(indptr, indices, data, sup_ptr, sup_label, G, g):
+def support_grad(indptr, nz_start, nz_len, data, sup_label, G, g):
     """Add to ``g`` the gradient in ``w`` of ``sum_{t,k} G[t, k] U[t, k]``."""
     n = len(indptr) - 1
     for t in range(n):
         for j in range(indptr[t], indptr[t + 1]):
-            a = indices[j]
+            s0 = nz_start[j]
             x = data[j]
-            for s in range(sup_ptr[a], sup_ptr[a + 1]):
+            for s in range(s0, s0 + nz_len[j]):
                 g[s] += x * G[t, sup_label[s]]
-    return g
 
 
 @njit(cache=True, nogil=True)

@@ -33,136 +33,278 @@ _RESULT = types.Tuple((types.float64[::1], types.float64[:, ::1], types.float64[
                        types.int64))
 
 
+# ------------------------------------------------------------------------
+# Incrementally factorised KKT system of the active set.
+#
+# The problem restricted to the affine hull of the ``m`` active vertices is
+# ``max_{1^T y = 1} s^T y - 1/2 y^T G y`` (``s_i = <eta, a_i>``, ``G`` the
+# Gram matrix of the *unary* parts), with KKT system (Eq. 9)
+# ``[[G, 1], [1^T, 0]] [y; tau] = [s; 1]``.  On ``1^T y = 1`` the matrix
+# ``G`` can be replaced by ``Gc = G + c 1 1^T`` (``c > 0``; ``tau`` shifts by
+# ``c``).  ``Gc`` is the Gram matrix of the *augmented* unary parts
+# ``[u_i; sqrt(c)]``, hence positive definite exactly when the active
+# vertices are affinely independent in the unary subspace -- there is no
+# reference vertex, so any vertex can leave the set at the same cost.  The
+# solver keeps
+#
+# * ``Lf``: the lower Cholesky factor ``Gc = Lf Lf^T`` (row ``i`` belongs to
+#   active position ``i``).  A vertex enters by appending one row (a forward
+#   substitution, O(m^2)); vertex ``j`` leaves by deleting row ``j`` and
+#   restoring triangularity with Givens rotations of columns ``(k, k+1)``,
+#   ``k = j..m-2`` (O((m-j) m)).
+# * ``w1 = Lf^{-1} 1`` and ``ws = Lf^{-1} s``, updated in O(m) by the same
+#   operations (``Lf w = b`` stays true when a row of both is deleted and the
+#   column rotations are applied to ``w``).
+#
+# Then ``Gc y + t 1 = s, 1^T y = 1`` gives ``t = (w1.ws - 1) / (w1.w1)`` and
+# ``y = Lf^{-T} (ws - t w1)``: one back substitution, O(m^2), plus one step
+# of iterative refinement against the exact ``G`` when the solution is
+# (nearly) feasible, i.e. when it is about to become the iterate and enter
+# the gap test.  The old version rebuilt and refactorised the reduced
+# Hessian of a null-space parametrisation every iteration, O(m^3).
+#
+# ``c`` is fixed for a solve: the squared norm of the first vertex's unary
+# part (1 if it is zero), so that the augmented coordinate has the scale of
+# the unary ones and ``Gc`` is not worse conditioned than the reduced
+# Hessian.
+# ------------------------------------------------------------------------
+
+
 @njit(cache=True)
-def _kkt_solve(G, s, m, H, R, y_hat, d):
-    """Maximise the objective restricted to the affine hull of the active set.
-
-    The restricted problem over the weights ``y`` of the ``m`` active vertices
-    is ``max_{1^T y = 1} s^T y - 1/2 y^T G y`` (``s_i = <eta, a_i>``, ``G``
-    the Gram matrix of the *unary* parts), whose KKT system is Eq. (9),
-    ``[[G, 1], [1^T, 0]] [y; tau] = [s; 1]``.  It is solved by the null-space
-    method: with vertex 0 as reference, ``y = e_0 + sum_i w_i (e_i - e_0)``
-    and ``H w = r`` for the reduced Hessian ``H_ij = (u_i - u_0)^T (u_j -
-    u_0)`` (``i, j >= 1``), factorised by Cholesky.
-
-    ``H`` (hence the KKT matrix) is singular exactly when the unary parts of
-    the active vertices are affinely dependent, which happens whenever some
-    parts are not penalised (chains: different tag sequences can have
-    affinely dependent unary indicators).  The factorisation then stops at
-    the first dependent column ``j`` and returns a direction ``d`` with
-    ``sum(d) = 0`` and ``U_A d = 0`` (``d_j = 1``, supported on vertices
-    ``0..j``): the objective is linear along it.
-
-    Returns 0 when solved (``y_hat[:m]`` filled, may have negative entries)
-    and 1 when singular (``d[:m]`` filled).  ``H`` and ``R`` are work arrays.
-    """
-    n = m - 1
-    if n == 0:
-        y_hat[0] = 1.0
-        return 0
-    g00 = G[0, 0]
-    gmax = 0.0
+def _forward(Lf, m, b, x):
+    """``x[:m] = Lf[:m, :m]^{-1} b[:m]`` (lower triangular)."""
     for i in range(m):
-        gmax = max(gmax, G[i, i])
-    hmax = 0.0
-    for i in range(n):
-        gi0 = G[i + 1, 0]
-        for j in range(i + 1):
-            h = (G[i + 1, j + 1] - gi0) - (G[0, j + 1] - g00)
-            H[i, j] = h
-            H[j, i] = h
-        hmax = max(hmax, H[i, i])
-    # A pivot (squared distance of u_j - u_0 to the span of the previous
-    # differences) below this is round-off: the column is dependent.  The
-    # second term covers the cancellation in forming H from G.
-    thr = 1e-10 * hmax + 1e-12 * gmax
-    for j in range(n):
-        for k in range(j):
-            acc = H[j, k]
-            for q in range(k):
-                acc -= R[j, q] * R[k, q]
-            R[j, k] = acc / R[k, k]
-        dj = H[j, j]
-        for q in range(j):
-            dj -= R[j, q] * R[j, q]
-        if dj <= thr:
-            # H[:j, :j] z = -H[:j, j]; since R[:j, :j] R[j, :j]^T = H[:j, j],
-            # only the back substitution R[:j, :j]^T z = -R[j, :j] remains.
-            for i in range(m):
-                d[i] = 0.0
-            for k in range(j - 1, -1, -1):
-                acc = -R[j, k]
-                for q in range(k + 1, j):
-                    acc -= R[q, k] * d[q + 1]
-                d[k + 1] = acc / R[k, k]
-            d[j + 1] = 1.0
-            tot = 0.0
-            for k in range(1, j + 2):
-                tot += d[k]
-            d[0] = -tot
-            return 1
-        R[j, j] = np.sqrt(dj)
-    # Right-hand side r_i = s_i - s_0 - (u_i - u_0)^T u_0, then one step of
-    # iterative refinement (the termination test is on the gradient, so the
-    # residual of this solve matters).
-    r = np.empty(n)
-    for i in range(n):
-        r[i] = (s[i + 1] - s[0]) - (G[i + 1, 0] - g00)
-    w = _chol_solve(R, r, n)
-    res = np.empty(n)
-    for i in range(n):
-        acc = r[i]
-        for j in range(n):
-            acc -= H[i, j] * w[j]
-        res[i] = acc
-    corr = _chol_solve(R, res, n)
-    tot = 0.0
-    for i in range(n):
-        w[i] += corr[i]
-        y_hat[i + 1] = w[i]
-        tot += w[i]
-    y_hat[0] = 1.0 - tot
-    return 0
-
-
-@njit(cache=True)
-def _chol_solve(R, b, n):
-    """Solve ``R R^T x = b`` for the lower-triangular ``R[:n, :n]``."""
-    x = b[:n].copy()
-    for i in range(n):
-        acc = x[i]
+        acc = b[i]
         for k in range(i):
-            acc -= R[i, k] * x[k]
-        x[i] = acc / R[i, i]
-    for i in range(n - 1, -1, -1):
-        acc = x[i]
-        for k in range(i + 1, n):
-            acc -= R[k, i] * x[k]
-        x[i] = acc / R[i, i]
-    return x
+            acc -= Lf[i, k] * x[k]
+        x[i] = acc / Lf[i, i]
 
 
 @njit(cache=True)
-def _compact(V, G, s, y, m, keep):
-    """Keep the active structures with ``keep[i]`` (in order); returns the
-    new size.  ``V``, ``G``, ``s`` and ``y`` are compacted in place."""
-    idx = np.empty(m, dtype=np.int64)
-    k = 0
+def _backward(Lf, m, v, x):
+    """``x[:m] = Lf[:m, :m]^{-T} v[:m]`` (row-oriented; ``v`` untouched)."""
     for i in range(m):
+        x[i] = v[i]
+    for i in range(m - 1, -1, -1):
+        xi = x[i] / Lf[i, i]
+        x[i] = xi
+        for k in range(i):
+            x[k] -= Lf[i, k] * xi
+
+
+@njit(cache=True)
+def _chol_delete(Lf, m, j, w1, ws):
+    """Remove position ``j`` from the factor ``Lf[:m, :m]`` of ``Gc`` (and
+    from ``w1 = Lf^{-1} 1``, ``ws = Lf^{-1} s``).  The factor then has
+    ``m - 1`` rows."""
+    # Drop row j: rows j..m-2 then have one entry right of the diagonal.
+    for i in range(j, m - 1):
+        for k in range(i + 2):
+            Lf[i, k] = Lf[i + 1, k]
+    for k in range(m):
+        Lf[m - 1, k] = 0.0
+    # Column rotations (k, k+1) zero the superdiagonal; the last column
+    # ends up zero and is dropped (so is the last entry of Q^T w).
+    for k in range(j, m - 1):
+        a = Lf[k, k]
+        b = Lf[k, k + 1]
+        r = np.hypot(a, b)
+        if r == 0.0:
+            continue
+        cs = a / r
+        sn = b / r
+        Lf[k, k] = r
+        Lf[k, k + 1] = 0.0
+        for i in range(k + 1, m - 1):
+            x = Lf[i, k]
+            z = Lf[i, k + 1]
+            Lf[i, k] = cs * x + sn * z
+            Lf[i, k + 1] = cs * z - sn * x
+        x = w1[k]
+        z = w1[k + 1]
+        w1[k] = cs * x + sn * z
+        w1[k + 1] = cs * z - sn * x
+        x = ws[k]
+        z = ws[k + 1]
+        ws[k] = cs * x + sn * z
+        ws[k + 1] = cs * z - sn * x
+    w1[m - 1] = 0.0
+    ws[m - 1] = 0.0
+
+
+@njit(cache=True)
+def _chol_append(Lf, G, c, m, l):
+    """Try to append position ``m`` (whose row/column of ``G`` is filled)
+    to the factor of the first ``m`` positions.
+
+    Returns the pivot -- the squared distance of the augmented unary part
+    ``[u_m; sqrt(c)]`` to the span of the active ones; ``l[:m]`` holds the
+    new factor row.  The caller accepts the row (:func:`_chol_accept`) if
+    the pivot is above its round-off threshold.
+    """
+    for i in range(m):
+        l[i] = G[i, m] + c
+    _forward(Lf, m, l, l)
+    piv = G[m, m] + c
+    for i in range(m):
+        piv -= l[i] * l[i]
+    return piv
+
+
+@njit(cache=True)
+def _chol_accept(Lf, scores, w1, ws, m, l, piv):
+    lmm = np.sqrt(piv)
+    a1 = 1.0
+    a2 = scores[m]
+    for k in range(m):
+        Lf[m, k] = l[k]
+        a1 -= l[k] * w1[k]
+        a2 -= l[k] * ws[k]
+    Lf[m, m] = lmm
+    w1[m] = a1 / lmm
+    ws[m] = a2 / lmm
+
+
+@njit(cache=True)
+def _append_threshold(G, c, m):
+    """Round-off threshold for the pivot of position ``m``: relative to the
+    spread ``max_i ||u_i - u_0||^2`` of the unary parts (as the reduced
+    Hessian pivots were) plus a term for the cancellation in ``G + c``."""
+    gmax = 0.0
+    hmax = 0.0
+    for i in range(m + 1):
+        gmax = max(gmax, G[i, i])
+        hmax = max(hmax, G[i, i] - 2.0 * G[i, 0] + G[0, 0])
+    return 1e-10 * hmax + 1e-12 * (gmax + c)
+
+
+@njit(cache=True)
+def _kkt_solve(Lf, G, c, scores, w1, ws, m, y_hat, t1, t2, refine_below):
+    """Maximiser of the objective on the affine hull of the ``m`` (affinely
+    independent, factorised) active vertices, written to ``y_hat[:m]`` (may
+    have negative entries).  One step of iterative refinement is made unless
+    ``min(y_hat) < refine_below`` (a clearly infeasible solution only sets a
+    line-search direction)."""
+    n11 = 0.0
+    n1s = 0.0
+    for i in range(m):
+        n11 += w1[i] * w1[i]
+        n1s += w1[i] * ws[i]
+    t = (n1s - 1.0) / n11
+    for i in range(m):
+        t1[i] = ws[i] - t * w1[i]
+    _backward(Lf, m, t1, y_hat)
+    ymin = np.inf
+    for i in range(m):
+        ymin = min(ymin, y_hat[i])
+    if ymin < refine_below:
+        return
+    # residual of [[Gc, 1], [1^T, 0]] [y; t] = [s; 1] with the exact G
+    tot = 0.0
+    for i in range(m):
+        tot += y_hat[i]
+    r2 = 1.0 - tot
+    for i in range(m):
+        acc = scores[i] - t - c * tot
+        for k in range(m):
+            acc -= G[i, k] * y_hat[k]
+        t1[i] = acc
+    _forward(Lf, m, t1, t2)
+    a = 0.0
+    for i in range(m):
+        a += w1[i] * t2[i]
+    dt = (a - r2) / n11
+    for i in range(m):
+        t2[i] -= dt * w1[i]
+    _backward(Lf, m, t2, t1)
+    for i in range(m):
+        y_hat[i] += t1[i]
+
+
+@njit(cache=True)
+def _null_direction(Lf, m, l, d, z):
+    """Affine dependency of position ``m`` on the factorised positions:
+    ``Gc z = Gc[:m, m]`` (``Lf^T z = l``), ``d = [-z / sum(z); 1]`` so that
+    ``sum(d) = 0`` and ``U d = 0`` up to round-off."""
+    _backward(Lf, m, l, z)
+    tot = 0.0
+    for i in range(m):
+        tot += z[i]
+    if abs(tot) < 0.5:  # not a genuine dependency (cannot happen)
+        tot = 1.0
+    for i in range(m):
+        d[i] = -z[i] / tot
+    d[m] = 1.0
+
+
+@njit(cache=True)
+def _drop(keep, n, mf, Lf, w1, ws, G, scores, y, slot, free, nfree):
+    """Remove the positions ``i < n`` with ``not keep[i]``: from the factor
+    (positions ``< mf``, highest first), then compact ``G``, ``scores``,
+    ``y`` and the slot map, returning freed slots to ``free``.  Returns
+    ``(new n, new mf, new nfree)``."""
+    for i in range(min(mf, n) - 1, -1, -1):
+        if not keep[i]:
+            _chol_delete(Lf, mf, i, w1, ws)
+            mf -= 1
+    k = 0
+    for i in range(n):
         if keep[i]:
-            idx[k] = i
+            if k != i:
+                slot[k] = slot[i]
+                scores[k] = scores[i]
+                y[k] = y[i]
+                for b in range(n):
+                    G[k, b] = G[i, b]
             k += 1
-    # idx[a] >= a and increasing: forward copying never overwrites a source.
-    for a in range(k):
-        ia = idx[a]
-        if ia != a:
-            V[a, :] = V[ia, :]
-            s[a] = s[ia]
-            y[a] = y[ia]
-    for a in range(k):
-        for b in range(k):
-            G[a, b] = G[idx[a], idx[b]]
-    return k
+        else:
+            free[nfree] = slot[i]
+            nfree += 1
+    k = 0
+    for i in range(n):
+        if keep[i]:
+            if k != i:
+                for a in range(n):
+                    G[a, k] = G[a, i]
+            k += 1
+    return k, mf, nfree
+
+
+@njit(cache=True)
+def _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary):
+    """Store ``out`` in slot ``sl`` with the list of its nonzeros (unary
+    ones first: indices are increasing and the unary parts lead)."""
+    V[sl, :] = out
+    k = 0
+    ku = 0
+    acc = 0.0
+    for q in range(out.shape[0]):
+        v = out[q]
+        if v != 0.0:
+            nzi[sl, k] = q
+            k += 1
+            if q < n_unary:
+                ku += 1
+            acc += v * v
+    nnz[sl] = k
+    nnzu[sl] = ku
+    nrm2[sl] = acc
+
+
+@njit(cache=True)
+def _grow_rows(A, n):
+    """``A`` with its first dimension enlarged to ``n`` (new rows zero)."""
+    B = np.zeros((n,) + A.shape[1:], dtype=A.dtype)
+    B[:A.shape[0]] = A
+    return B
+
+
+@njit(cache=True)
+def _grow_square(A, n):
+    B = np.zeros((n, n), dtype=A.dtype)
+    k = A.shape[0]
+    B[:k, :k] = A
+    return B
 
 
 @njit(_RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
@@ -173,21 +315,25 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
     Each iteration either
 
     * solves the problem restricted to the affine hull of the active set
-      (:func:`_kkt_solve`); if the solution lies in the simplex it becomes
+      (:func:`_kkt_solve`, on an incrementally updated Cholesky factor of
+      ``G + c 1 1^T``, O(m^2) per iteration -- see the notes above
+      :func:`_forward`); if the solution lies in the simplex it becomes
       the iterate and the oracle is asked for the vertex of best linearised
       score, which is added unless the Frank-Wolfe gap
       ``<grad, a_new - mu> = <eta - [u; 0], a_new - mu>`` is at most
       ``tol * (1 + max|eta|)`` -- the only convergence test;
     * otherwise moves towards it until a weight vanishes (Eq. 10) and drops
       that vertex;
-    * or, when the unary parts of the active vertices are affinely dependent
-      (the KKT matrix is singular -- this happens when some parts are not
-      penalised, e.g. chain transitions), moves along a null-space direction
-      ``d`` (``sum(d) = 0``, ``U_A d = 0``) on which the objective is linear,
-      in its ascent direction, until a weight vanishes, and drops that vertex
-      (a simplex step).  After adding a vertex with a positive gap ``g`` to
-      an optimal, nondegenerate active set the slope along ``d`` is exactly
-      ``g > 0``, so this step strictly improves unless a zero weight blocks.
+    * or, when the new vertex's unary part is affinely dependent on the
+      active ones (its pivot in the factor vanishes; the KKT matrix would be
+      singular -- this happens when some parts are not penalised, e.g.
+      chain transitions), moves along the null-space direction ``d``
+      (``sum(d) = 0``, ``U_A d = 0``) on which the objective is linear, in
+      its ascent direction, until a weight vanishes, and drops that vertex
+      (a simplex step); the new vertex then enters the factor.  After
+      adding a vertex with a positive gap ``g`` to an optimal,
+      nondegenerate active set the slope along ``d`` is exactly ``g > 0``,
+      so this step strictly improves unless a zero weight blocks.
 
     If rounding makes the oracle return a vertex that is already active
     while the gap is still above the tolerance, pairwise Frank-Wolfe steps
@@ -222,27 +368,59 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
         Iterations used.
     """
     p = eta.shape[0]
-    # After a KKT solve the active vertices are affinely independent in the
-    # unary subspace: at most n_unary + 1 of them, plus one slot for the
-    # candidate being added (removed again by a null-space step if dependent).
+    # The factorised vertices are affinely independent in the unary
+    # subspace: at most n_unary + 1 of them, plus one position for a
+    # candidate that is dependent (removed again by a null-space step).
     cap = n_unary + 2
-    V = np.zeros((cap, p))
-    G = np.zeros((cap, cap))
-    H = np.zeros((cap, cap))
-    R = np.zeros((cap, cap))
-    scores = np.zeros(cap)
-    y = np.zeros(cap)
-    y_hat = np.zeros(cap)
-    d = np.zeros(cap)
-    lin = np.zeros(cap)
-    keep = np.zeros(cap, dtype=np.bool_)
+    # Vertex storage by slot (a vertex never moves); everything else by
+    # position in the active set (position i <-> row i of the factor).  The
+    # arrays start small and double up to ``cap`` when the active set grows
+    # (allocating ``cap x p`` up front costs more than a whole solve on
+    # well-scaled problems).
+    ca = min(cap, 40)
+    V = np.zeros((ca, p))
+    nzi = np.zeros((ca, p), dtype=np.int64)
+    nnz = np.zeros(ca, dtype=np.int64)
+    nnzu = np.zeros(ca, dtype=np.int64)
+    nrm2 = np.zeros(ca)
+    free = np.empty(ca, dtype=np.int64)
+    for i in range(ca):
+        free[i] = ca - 1 - i
+    nfree = ca
+    slot = np.zeros(ca, dtype=np.int64)
+    G = np.zeros((ca, ca))
+    Lf = np.zeros((ca, ca))
+    w1 = np.zeros(ca)
+    ws = np.zeros(ca)
+    scores = np.zeros(ca)
+    y = np.zeros(ca)
+    y_hat = np.zeros(ca)
+    d = np.zeros(ca)
+    lrow = np.zeros(ca)
+    t1 = np.zeros(ca)
+    t2 = np.zeros(ca)
+    lin = np.zeros(ca)
+    keep = np.zeros(ca, dtype=np.bool_)
     out = np.zeros(p)
+    onz = np.zeros(p, dtype=np.int64)
     oracle(eta, params, out)
-    V[0, :] = out
-    G[0, 0] = np.dot(out[:n_unary], out[:n_unary])
+    nfree -= 1
+    sl = free[nfree]
+    slot[0] = sl
+    _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary)
+    g00 = 0.0
+    for k in range(nnzu[sl]):
+        q = nzi[sl, k]
+        g00 += out[q] * out[q]
+    G[0, 0] = g00
+    c = g00 if g00 > 0.0 else 1.0
     scores[0] = np.dot(eta, out)
     y[0] = 1.0
-    m = 1
+    Lf[0, 0] = np.sqrt(g00 + c)
+    w1[0] = 1.0 / Lf[0, 0]
+    ws[0] = scores[0] / Lf[0, 0]
+    m = 1  # active positions, all in the factor ...
+    pending = False  # ... plus a dependent candidate at position m
     scale = 1.0 + np.max(np.abs(eta))
     n_iter = 0
     u = np.zeros(n_unary)
@@ -250,33 +428,45 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
     polish = False
     for it in range(max_iter):
         n_iter = it + 1
+        if pending:
+            # The candidate at position m depends affinely (in the unary
+            # parts) on the active set: the objective is linear along d.
+            # Go uphill (on a flat slope, keep the newest vertex) until a
+            # weight hits zero, and drop that vertex.
+            n = m + 1
+            slope = 0.0
+            for i in range(n):
+                slope += d[i] * scores[i]
+            if slope < -1e-14 * scale or (abs(slope) <= 1e-14 * scale and d[m] < 0.0):
+                for i in range(n):
+                    d[i] = -d[i]
+            gamma = np.inf
+            blocking = -1
+            for i in range(n):
+                if d[i] < 0.0:
+                    step = y[i] / (-d[i])
+                    if step < gamma:
+                        gamma = step
+                        blocking = i
+            if blocking < 0:  # cannot happen: sum(d) = 0, d != 0
+                break
+            for i in range(n):
+                y[i] = max(0.0, y[i] + gamma * d[i])
+                keep[i] = not (i == blocking or (d[i] < 0.0 and y[i] <= 1e-14))
+            n, m, nfree = _drop(keep, n, m, Lf, w1, ws, G, scores, y, slot, free, nfree)
+            pending = False
+            if n > m:
+                # The candidate survived (now at position m): factorise it.
+                piv = _chol_append(Lf, G, c, m, lrow)
+                if piv > _append_threshold(G, c, m):
+                    _chol_accept(Lf, scores, w1, ws, m, lrow, piv)
+                    m += 1
+                else:  # still dependent in floating point: another step
+                    _null_direction(Lf, m, lrow, d, t1)
+                    pending = True
+            continue
         if not polish:
-            status = _kkt_solve(G, scores, m, H, R, y_hat, d)
-            if status == 1:
-                # Singular KKT system: the objective is linear along d.  Go
-                # uphill (on a flat slope, keep the newest vertex) until a
-                # weight hits zero, and drop that vertex.
-                slope = 0.0
-                for i in range(m):
-                    slope += d[i] * scores[i]
-                if slope < -1e-14 * scale or (abs(slope) <= 1e-14 * scale and d[m - 1] < 0.0):
-                    for i in range(m):
-                        d[i] = -d[i]
-                gamma = np.inf
-                blocking = -1
-                for i in range(m):
-                    if d[i] < 0.0:
-                        step = y[i] / (-d[i])
-                        if step < gamma:
-                            gamma = step
-                            blocking = i
-                if blocking < 0:  # cannot happen: sum(d) = 0, d != 0
-                    break
-                for i in range(m):
-                    y[i] = max(0.0, y[i] + gamma * d[i])
-                    keep[i] = not (i == blocking or (d[i] < 0.0 and y[i] <= 1e-14))
-                m = _compact(V, G, scores, y, m, keep)
-                continue
+            _kkt_solve(Lf, G, c, scores, w1, ws, m, y_hat, t1, t2, -1e-8)
             feasible = True
             for i in range(m):
                 if y_hat[i] < 0.0:
@@ -297,14 +487,18 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
                     # drop only weights that went down to zero
                     keep[i] = not (i == blocking or (y_hat[i] < y[i] and yi <= 1e-14))
                     y[i] = max(0.0, yi)
-                m = _compact(V, G, scores, y, m, keep)
+                m, _, nfree = _drop(keep, m, m, Lf, w1, ws, G, scores, y, slot, free, nfree)
                 continue
             for i in range(m):
                 y[i] = y_hat[i]
         # u = M_I y ; look for a structure that improves the objective.
         u[:] = 0.0
         for i in range(m):
-            u += y[i] * V[i, :n_unary]
+            si = slot[i]
+            yi = y[i]
+            for k in range(nnzu[si]):
+                q = nzi[si, k]
+                u[q] += yi * V[si, q]
         adj[:] = eta
         adj[:n_unary] -= u
         oracle(adj, params, out)
@@ -315,30 +509,98 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
         gap = np.dot(adj, out) - lin_mu
         if gap <= tol * scale:
             break
+        # Nonzeros of the new vertex, for the sparse inner products below.
+        k_o = 0
+        k_ou = 0
+        nrm_o = 0.0
+        for q in range(p):
+            v = out[q]
+            if v != 0.0:
+                onz[k_o] = q
+                k_o += 1
+                if q < n_unary:
+                    k_ou += 1
+                nrm_o += v * v
         dup = -1
         for i in range(m):
-            if np.max(np.abs(V[i] - out)) < 1e-12:
-                dup = i
-                break
+            si = slot[i]
+            acc = 0.0
+            for k in range(k_o):
+                q = onz[k]
+                acc += V[si, q] * out[q]
+            dist2 = nrm2[si] - 2.0 * acc + nrm_o
+            # cheap filter (exact for 0/1 vertices), then the exact test
+            if dist2 <= 1e-8 * (nrm2[si] + nrm_o) + 1e-20:
+                if np.max(np.abs(V[si] - out)) < 1e-12:
+                    dup = i
+                    break
         if dup < 0:
-            if m >= cap:  # cannot happen: H is nonsingular, so m <= n_unary + 1
+            if m >= cap:  # cannot happen: Gc is nonsingular, so m <= n_unary + 1
                 break
-            V[m, :] = out
+            if m >= ca:
+                ca2 = min(cap, 2 * ca + 8)
+                V = _grow_rows(V, ca2)
+                nzi = _grow_rows(nzi, ca2)
+                nnz = _grow_rows(nnz, ca2)
+                nnzu = _grow_rows(nnzu, ca2)
+                nrm2 = _grow_rows(nrm2, ca2)
+                slot = _grow_rows(slot, ca2)
+                free = _grow_rows(free, ca2)
+                for i in range(ca2 - 1, ca - 1, -1):
+                    free[nfree] = i
+                    nfree += 1
+                G = _grow_square(G, ca2)
+                Lf = _grow_square(Lf, ca2)
+                w1 = _grow_rows(w1, ca2)
+                ws = _grow_rows(ws, ca2)
+                scores = _grow_rows(scores, ca2)
+                y = _grow_rows(y, ca2)
+                y_hat = _grow_rows(y_hat, ca2)
+                d = _grow_rows(d, ca2)
+                lrow = _grow_rows(lrow, ca2)
+                t1 = _grow_rows(t1, ca2)
+                t2 = _grow_rows(t2, ca2)
+                lin = _grow_rows(lin, ca2)
+                keep = _grow_rows(keep, ca2)
+                ca = ca2
+            nfree -= 1
+            sl = free[nfree]
+            slot[m] = sl
+            _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary)
             for i in range(m):
-                g = np.dot(V[i, :n_unary], out[:n_unary])
+                si = slot[i]
+                g = 0.0
+                for k in range(k_ou):
+                    q = onz[k]
+                    g += V[si, q] * out[q]
                 G[i, m] = g
                 G[m, i] = g
-            G[m, m] = np.dot(out[:n_unary], out[:n_unary])
+            g = 0.0
+            for k in range(k_ou):
+                q = onz[k]
+                g += out[q] * out[q]
+            G[m, m] = g
             scores[m] = np.dot(eta, out)
             y[m] = 0.0
-            m += 1
+            piv = _chol_append(Lf, G, c, m, lrow)
+            if piv > _append_threshold(G, c, m):
+                _chol_accept(Lf, scores, w1, ws, m, lrow, piv)
+                m += 1
+            else:
+                _null_direction(Lf, m, lrow, d, t1)
+                pending = True
             polish = False
             continue
         # The best vertex is already active although the gap exceeds the
         # tolerance: the restricted solution is off by rounding.  Pairwise
         # step from the active vertex of lowest linearised score to it.
         for i in range(m):
-            lin[i] = scores[i] - np.dot(V[i, :n_unary], u)
+            si = slot[i]
+            acc = 0.0
+            for k in range(nnzu[si]):
+                q = nzi[si, k]
+                acc += V[si, q] * u[q]
+            lin[i] = scores[i] - acc
         away = -1
         worst = np.inf
         for i in range(m):
@@ -362,21 +624,28 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
         if y[away] <= 1e-14:
             for i in range(m):
                 keep[i] = i != away
-            m = _compact(V, G, scores, y, m, keep)
+            m, _, nfree = _drop(keep, m, m, Lf, w1, ws, G, scores, y, slot, free, nfree)
         polish = True
-    # Vertices kept at weight zero are not part of the support.
-    for i in range(m):
-        keep[i] = y[i] > 0.0
-    m = _compact(V, G, scores, y, m, keep)
+    # Vertices kept at weight zero are not part of the support (nor is a
+    # dependent candidate left over when max_iter ran out: its weight is 0).
+    n = m + 1 if pending else m
+    k = 0
     total = 0.0
-    for i in range(m):
-        total += y[i]
+    for i in range(n):
+        if y[i] > 0.0:
+            k += 1
+            total += y[i]
     mu = np.zeros(p)
-    weights = np.zeros(m)
-    for i in range(m):
-        weights[i] = y[i] / total
-        mu += weights[i] * V[i]
-    return mu, V[:m].copy(), weights, n_iter
+    weights = np.zeros(k)
+    verts = np.zeros((k, p))
+    k = 0
+    for i in range(n):
+        if y[i] > 0.0:
+            weights[k] = y[i] / total
+            verts[k, :] = V[slot[i]]
+            mu += weights[k] * verts[k]
+            k += 1
+    return mu, verts, weights, n_iter
 
 
 @njit(types.float64[:, ::1](types.float64[:, ::1], types.int64, _ORACLE, types.float64[::1],
