@@ -245,20 +245,23 @@ def _assemble(col_of_prov, indices, nz_pos, nz_val, indptr, n_cols, dtype=np.flo
     explicit zeros removed, indices sorted."""
     indptr = np.frombuffer(indptr, dtype=np.int64)
     n_rows = len(indptr) - 1
-    idx = np.frombuffer(indices, dtype=np.int64)
-    data = np.ones(len(idx), dtype=np.float64)
+    raw = np.frombuffer(indices, dtype=np.int64)
+    data = np.ones(len(raw), dtype=np.float64)
     if len(nz_pos):
         data[np.frombuffer(nz_pos, dtype=np.int64)] = np.frombuffer(nz_val, dtype=np.float64)
-    idx = np.asarray(col_of_prov, dtype=np.int64)[idx] if len(idx) else idx.copy()
+    # map provisional ids straight into the final index dtype (no int64 copy)
+    index_dtype = np.int32 if max(n_cols, len(raw)) < 2 ** 31 - 1 else np.int64
+    idx = np.asarray(col_of_prov, dtype=index_dtype)[raw] if len(raw) else \
+        raw.astype(index_dtype)
+    del raw
     keep = idx >= 0
     if not keep.all():
         cum = np.concatenate(([0], np.cumsum(keep)))
         indptr = cum[indptr]
         idx = idx[keep]
         data = data[keep]
-    index_dtype = np.int32 if max(n_cols, len(idx)) < 2 ** 31 - 1 else np.int64
-    M = sp.csr_matrix((data, idx.astype(index_dtype), indptr.astype(index_dtype)),
-                      shape=(n_rows, n_cols))
+    del keep
+    M = sp.csr_matrix((data, idx, indptr.astype(index_dtype)), shape=(n_rows, n_cols))
     M.sum_duplicates()
     M.eliminate_zeros()
     if M.dtype != dtype:

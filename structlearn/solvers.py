@@ -288,6 +288,11 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
     z_avg = z.copy()
     n_avg = 0
     t = 0
+    # perceptron: lazy averaging (Daume 2006) -- ``u`` accumulates t * update,
+    # so the average of the T iterates is ((T + 1) z - u - z0) / T and an
+    # update touches only the entries it changes
+    z_start = z.copy() if perceptron else None
+    u = np.zeros_like(z) if perceptron else None
     best = np.inf
     stalled = 0
     f = np.nan
@@ -299,18 +304,22 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
         for start in range(0, n, batch_size):
             idx = np.sort(order[start:start + batch_size])
             _, g = problem.value_and_grad(z, idx)
+            t += 1
             if perceptron:
                 # a mistake is a wrong prediction, even at zero loss (ties)
-                if np.any(g != 0):
+                nz = np.flatnonzero(g)
+                if nz.size:
                     n_updates += 1
-                    z -= g
+                    step = g[nz]
+                    z[nz] -= step
+                    u[nz] -= t * step
+                continue
             else:
-                eta = eta0 / (1.0 + reg * eta0 * t)
+                eta = eta0 / (1.0 + reg * eta0 * (t - 1))
                 if reg:
                     z[pen] *= 1.0 - eta * reg
                 z -= (eta / len(idx)) * g
-            t += 1
-            if perceptron or epoch > 1 or max_iter == 1:
+            if epoch > 1 or max_iter == 1:
                 n_avg += 1
                 z_avg += (z - z_avg) / n_avg
         if perceptron:
@@ -340,6 +349,7 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
             warnings.warn(f"SGD did not converge in max_iter={max_iter} epochs; "
                           f"increase max_iter or tol.", ConvergenceWarning)
     if perceptron:
+        z_avg = ((t + 1) * z - u - z_start) / max(t, 1)
         f = objective(problem, z_avg, 0.0)
     return z_avg, epoch, float(f)
 

@@ -291,3 +291,27 @@ def test_sgd_patience_rule_stops_early_only_when_the_objective_stalls():
     with pytest.warns(Warning, match="did not converge"):
         _, n_strict, _ = sgd(*args, max_iter=8, tol=0.0, random_state=0)
     assert n_strict == 8
+
+
+def test_lazy_averaged_perceptron_equals_the_eager_average():
+    from structlearn.losses import Perceptron
+    from structlearn.solvers import LinearProblem, sgd
+
+    rng = np.random.RandomState(3)
+    X = rng.randn(60, 5)
+    Y = (X @ rng.randn(5, 4) + rng.randn(60, 4) > 0).astype(int)
+    pb = LinearProblem(X, Y, UnitCube(4), Perceptron(), 4)
+    z0 = 0.1 * rng.randn(pb.n_params)  # a warm start, so z0 matters too
+    z_lazy, epochs, _ = sgd(pb, 0.0, z0, max_iter=3, batch_size=7, random_state=5,
+                            perceptron=True)
+    # eager reference: the mean of the iterates after every mini-batch
+    r = np.random.RandomState(5)
+    z = z0.copy()
+    iterates = []
+    for _ in range(epochs):
+        order = r.permutation(len(X))
+        for start in range(0, len(X), 7):
+            idx = np.sort(order[start:start + 7])
+            z = z - pb.value_and_grad(z, idx)[1]
+            iterates.append(z.copy())
+    np.testing.assert_allclose(z_lazy, np.mean(iterates, axis=0), atol=1e-10)

@@ -12,7 +12,6 @@ from ..kernels.linear import (
     chain_assemble_scores,
     chain_reduce_grad,
     observed_support,
-    pack_support,
     support_entries,
     support_grad,
     support_scores,
@@ -162,19 +161,18 @@ class ChainProblem:
         bias = z[S + K * K + 2 * K:] if self.fit_intercept else np.zeros(K)
         return w, trans, start, end, bias
 
-    def scores(self, z, batch, packed=None):
+    def scores(self, z, batch):
         w, trans, start, end, bias = self.unpack(z)
-        if packed is None:
-            packed = pack_support(self.sup_label, w)
         tk = batch.tokens
-        U = support_scores(batch.indptr, tk.nz_start, tk.nz_len, tk.data, packed, self.K)
+        U = support_scores(batch.indptr, tk.nz_start, tk.nz_len, tk.data, self.sup_label,
+                           w, self.K)
         U += bias
         return chain_assemble_scores(U, np.ascontiguousarray(trans), start, end,
                                      batch.tok_off, batch.structure.part_off)
 
-    def _batch_value_and_grad(self, z, batch, g, packed=None):
+    def _batch_value_and_grad(self, z, batch, g):
         """Loss values of a batch; adds the gradient of their sum to ``g``."""
-        theta = self.scores(z, batch, packed)
+        theta = self.scores(z, batch)
         st = batch.structure
         vals, G = self.loss.value_and_grad(theta, batch.y, st)
         del theta
@@ -192,9 +190,9 @@ class ChainProblem:
             g[S + K * K + 2 * K:] += GU.sum(axis=0)
         return vals
 
-    def _group_value_and_grad(self, z, batches, packed=None):
+    def _group_value_and_grad(self, z, batches):
         g = np.zeros(self.n_params)
-        vals = [self._batch_value_and_grad(z, b, g, packed) for b in batches]
+        vals = [self._batch_value_and_grad(z, b, g) for b in batches]
         return np.concatenate(vals), g
 
     def sq_norms(self):
@@ -209,13 +207,12 @@ class ChainProblem:
             batch = _ChainBatch.select(self.tokens, self.tok_off, self.y, self.K,
                                        np.asarray(idx, dtype=np.int64))
             return self._group_value_and_grad(z, [batch])
-        packed = pack_support(self.sup_label, z[:self.n_support])
         if self.n_threads == 1:
-            return self._group_value_and_grad(z, self.chunks, packed)
+            return self._group_value_and_grad(z, self.chunks)
         # one task per thread (contiguous chunks), each with its own gradient
         bounds = np.linspace(0, len(self.chunks), self.n_threads + 1).astype(int)
         res = Parallel(n_jobs=self.n_threads, prefer="threads")(
-            delayed(self._group_value_and_grad)(z, self.chunks[a:b], packed)
+            delayed(self._group_value_and_grad)(z, self.chunks[a:b])
             for a, b in zip(bounds[:-1], bounds[1:]))
         return np.concatenate([r[0] for r in res]), sum(r[1] for r in res)
 
@@ -436,9 +433,8 @@ class SequenceTagger(StructuredLinearModel):
         return _Tokens(Xtok, self._sup_ptr), kept_off, lengths, keep
 
     def _token_scores(self, indptr, tokens):
-        packed = pack_support(self._sup_label, self._z[:self._n_support])
-        U = support_scores(indptr, tokens.nz_start, tokens.nz_len, tokens.data, packed,
-                           len(self.classes_))
+        U = support_scores(indptr, tokens.nz_start, tokens.nz_len, tokens.data,
+                           self._sup_label, self._z[:self._n_support], len(self.classes_))
         return U + self.intercept_
 
     def _theta(self, batch):

@@ -11,7 +11,7 @@ CSR pattern over features: the pairs of feature ``a`` are ``s in
 sup_ptr[a]:sup_ptr[a+1]`` with label ``sup_label[s]`` and weight ``w[s]``.
 A dense model is the support of every pair.  The scoring kernels are bound
 by cache misses on the (randomly accessed) word features, hence the
-per-entry support offsets and the interleaved (label, weight) pairs.
+per-entry support offsets (one random access per entry fewer).
 
 *Chain score assembly.*  A chain batch is scored in the flat block layout of
 :mod:`structlearn.kernels.chain` (per sequence: unaries ``L x K``, then
@@ -39,20 +39,11 @@ def support_entries(indices, sup_ptr):
     return start, length
 
 
-def pack_support(sup_label, w):
-    """Interleave ``(label, weight)`` pairs: one cache line holds both."""
-    packed = np.empty(2 * len(w))
-    packed[0::2] = sup_label
-    packed[1::2] = w
-    return packed
-
-
 @njit(cache=True, nogil=True)
-def support_scores(indptr, nz_start, nz_len, data, packed, n_labels):
+def support_scores(indptr, nz_start, nz_len, data, sup_label, w, n_labels):
     """``U`` (n_rows, n_labels) for CSR rows and support-restricted weights.
 
-    ``nz_start, nz_len`` from :func:`support_entries`, ``packed`` from
-    :func:`pack_support`.
+    ``nz_start, nz_len`` from :func:`support_entries`.
     """
     n = len(indptr) - 1
     U = np.zeros((n, n_labels))
@@ -61,7 +52,7 @@ def support_scores(indptr, nz_start, nz_len, data, packed, n_labels):
             s0 = nz_start[j]
             x = data[j]
             for s in range(s0, s0 + nz_len[j]):
-                U[t, np.int64(packed[2 * s])] += x * packed[2 * s + 1]
+                U[t, sup_label[s]] += x * w[s]
     return U
 
 
