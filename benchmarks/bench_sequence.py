@@ -66,13 +66,15 @@ def ewt_xy(subset):
     return X, y
 
 
-def load(task, quick):
+def load(task, quick, n_train=None):
     if task == "conll2000":
         (Xtr, ytr), (Xte, yte) = conll2000_xy("train"), conll2000_xy("test")
     else:
         (Xtr, ytr), (Xte, yte) = ewt_xy("train"), ewt_xy("test")
     if quick:
         Xtr, ytr, Xte, yte = Xtr[:1000], ytr[:1000], Xte[:300], yte[:300]
+    if n_train:
+        Xtr, ytr = Xtr[:n_train], ytr[:n_train]
     return Xtr, ytr, Xte, yte
 
 
@@ -144,9 +146,9 @@ def run_one(name, lib, make, data, task):
     return row
 
 
-def memory_child(task, name, quick, n_jobs):
+def memory_child(task, name, quick, n_jobs, n_train=None):
     """Fit one model in this (fresh) process; print its peak-RSS growth."""
-    data = load(task, quick)
+    data = load(task, quick, n_train)
     lib, make = models(len(data[0]), n_jobs)[name]
     import gc
 
@@ -178,14 +180,16 @@ def main():
     ap.add_argument("--quick", action="store_true", help="1,000 training sentences; print only")
     ap.add_argument("--models", default=None, help="comma-separated subset")
     ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--n-train", type=int, default=None,
+                    help="train on the first N sentences only (full test set)")
     ap.add_argument("--memory", action="store_true",
                     help="also measure peak memory of the CRF / perceptron pairs")
     ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.memory_child:
-        memory_child(args.task, args.memory_child, args.quick, args.n_jobs)
+        memory_child(args.task, args.memory_child, args.quick, args.n_jobs, args.n_train)
         return
-    data = load(args.task, args.quick)
+    data = load(args.task, args.quick, args.n_train)
     table = models(len(data[0]), args.n_jobs)
     names = args.models.split(",") if args.models else list(table)
     if args.task == "ewt":
@@ -202,7 +206,8 @@ def main():
         for name in [n for n in ("crfsuite lbfgs", "crf", "crfsuite ap", "perceptron")
                      if n in names]:
             cmd = [sys.executable, __file__, "--task", args.task, "--memory-child", name,
-                   "--n-jobs", str(args.n_jobs)] + (["--quick"] if args.quick else [])
+                   "--n-jobs", str(args.n_jobs)] + (["--quick"] if args.quick else []) \
+                + (["--n-train", str(args.n_train)] if args.n_train else [])
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
             mem = json.loads(out.strip().splitlines()[-1])
             for row in rows:
@@ -239,7 +244,7 @@ def _merge_previous(path, rows):
 
 def write_report(args, rows):
     RESULTS.mkdir(exist_ok=True)
-    stem = f"sequence_{args.task}"
+    stem = f"sequence_{args.task}" + (f"_n{args.n_train}" if args.n_train else "")
     rows = _merge_previous(RESULTS / f"{stem}.csv", rows)
     fields = ["task", "model", "library", "fit_s", "predict_s", "accuracy", "f1",
               "iterations", "n_params", "support_mean", "support_1", "peak_growth_mb",
@@ -273,8 +278,10 @@ def write_report(args, rows):
          ratio("perceptron", "crfsuite ap", "peak_growth_mb")],
     ]
     cmd = "python benchmarks/bench_sequence.py --task " + args.task + \
-        (" --memory" if args.memory else "")
-    text = [f"# Sequence tagging benchmark: {args.task}", "",
+        (" --memory" if args.memory else "") + \
+        (f" --n-train {args.n_train}" if args.n_train else "")
+    title = args.task + (f", first {args.n_train} training sentences" if args.n_train else "")
+    text = [f"# Sequence tagging benchmark: {title}", "",
             f"Command: `{cmd}` (n_jobs={args.n_jobs}).", "",
             "Machine: " + ", ".join(f"{k} {v}" for k, v in machine_info().items()), "",
             md_table(header, body), "", "Ratios (structlearn / peer, side by side):", "",

@@ -119,3 +119,59 @@ def test_label_ranking_on_glass_with_a_feature_map():
     scores = cross_val_score(model, X, Y, cv=KFold(5, shuffle=True, random_state=0))
     # scikit-lr's kNN-Mallows reaches .827 (10-fold)
     assert scores.mean() > 0.8
+
+
+# ------------------------------------------------------------ sequence tagging
+def _most_frequent_tag(Xtr, ytr, Xte, key):
+    from collections import Counter, defaultdict
+
+    counts = defaultdict(Counter)
+    for xs, ys in zip(Xtr, ytr):
+        for x, tag in zip(xs, ys):
+            counts[x[key]][tag] += 1
+    overall = Counter(t for ys in ytr for t in ys).most_common(1)[0][0]
+    return [[counts[x[key]].most_common(1)[0][0] if x[key] in counts else overall
+             for x in xs] for xs in Xte]
+
+
+@pytest.mark.parametrize("loss", ["perceptron", "crf"])
+def test_pos_tagging_on_bundled_ewt(loss):
+    from structlearn import SequenceTagger
+    from structlearn.datasets import load_ewt_pos
+    from structlearn.metrics import token_accuracy
+
+    Xtr, ytr = load_ewt_pos("train")
+    Xte, yte = load_ewt_pos("test")
+    base = token_accuracy(yte, _most_frequent_tag(Xtr, ytr, Xte, "word"))
+    est = SequenceTagger(loss=loss, alpha=1e-3, random_state=0).fit(Xtr, ytr)
+    acc = est.score(Xte, yte)
+    assert acc > base + 0.08, (acc, base)  # ~0.81 -> > 0.89
+
+
+@pytest.mark.slow
+@needs_shared
+@pytest.mark.parametrize("loss", ["crf", "hinge"])
+def test_chunking_on_conll2000(loss, tmp_path):
+    import sys
+
+    from structlearn import SequenceTagger
+    from structlearn.datasets import fetch_conll2000
+    from structlearn.metrics import chunk_f1
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from _seq_common import chunking_features
+
+    train = fetch_conll2000("train", data_home=SHARED, download_if_missing=False)
+    test = fetch_conll2000("test", data_home=SHARED, download_if_missing=False)
+
+    def xy(bunch, n):
+        sents = [list(zip(w, p)) for w, p in zip(bunch.words[:n], bunch.pos[:n])]
+        return ([chunking_features([(a, b, None) for a, b in s]) for s in sents],
+                bunch.chunks[:n])
+
+    Xtr, ytr = xy(train, 2000)
+    Xte, yte = xy(test, 500)
+    est = SequenceTagger(loss=loss, alpha=1e-3, n_jobs=2, random_state=0,
+                         max_iter=None if loss == "crf" else 15)
+    est.fit(Xtr, ytr)
+    assert chunk_f1(yte, est.predict(Xte)) > 0.90

@@ -334,6 +334,12 @@ class SequenceTagger(StructuredLinearModel):
         if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
             raise ValueError(f"X must be a list of sequences, got {type(X).__name__}.")
         y = _check_label_sequences(y, len(X))
+        for i, (xs, ys) in enumerate(zip(X, y)):  # cheap check before any work
+            n_tok = xs.shape[0] if hasattr(xs, "shape") and len(xs.shape) == 2 else \
+                len(xs) if hasattr(xs, "__len__") else None
+            if n_tok is not None and n_tok != len(ys):
+                raise ValueError(f"sequence {i} has {n_tok} tokens in X but {len(ys)} "
+                                 f"labels in y.")
         if warm:
             vec = self.vectorizer_
             Xtok, tok_off = vec.transform(X)
