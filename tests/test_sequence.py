@@ -241,7 +241,7 @@ def test_bad_input_is_rejected_with_clear_errors_and_state_unchanged():
         (X, y[:-1], "sequences"),
         (X, [s[:-1] if i == 3 else s for i, s in enumerate(y)], "sequence 3"),
         (X, ["abc"] + y[1:], r"y\[0\]"),
-        ([[{"w": "a"}, "oops"]] + X[1:], y, "position 1"),
+        ([[{"w": "a"}, "oops"]] + X[1:], [[0, 0]] + y[1:], "position 1"),
         ([[{"x": float("nan")}]] + X[1:], [[0]] + y[1:], "(?i)nan|finite"),
         (X, [[None] * len(y[0])] + y[1:], "non-missing"),
     ]
