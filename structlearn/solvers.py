@@ -289,8 +289,8 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
     n_avg = 0
     t = 0
     # perceptron: lazy averaging (Daume 2006) -- ``u`` accumulates t * update,
-    # so the average of the T iterates is ((T + 1) z - u - z0) / T and an
-    # update touches only the entries it changes
+    # so the average of the T iterates is ((T + 1) z - u - z0) / T without a
+    # running average updated after every mini-batch
     z_start = z.copy() if perceptron else None
     u = np.zeros_like(z) if perceptron else None
     best = np.inf
@@ -307,12 +307,11 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
             t += 1
             if perceptron:
                 # a mistake is a wrong prediction, even at zero loss (ties)
-                nz = np.flatnonzero(g)
-                if nz.size:
+                if g.any():  # dense in-place ops beat locating the non-zeros
                     n_updates += 1
-                    step = g[nz]
-                    z[nz] -= step
-                    u[nz] -= t * step
+                    z -= g
+                    g *= t
+                    u -= g
                 continue
             else:
                 eta = eta0 / (1.0 + reg * eta0 * (t - 1))
