@@ -108,6 +108,7 @@ def models(n_train, n_jobs):
                                                            decoding="calibrated")),
         "projection-cube-kl": ("structlearn", ours(Projection(set="cube", geometry="kl"),
                                                     decoding="calibrated")),
+        "squared": ("structlearn", ours("squared", decoding="calibrated")),
     }
 
 

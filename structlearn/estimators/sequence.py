@@ -18,7 +18,7 @@ from ..kernels.linear import (
 )
 from ..losses import Perceptron, Projection, SparseMAP, get_loss
 from ..solvers import n_workers, sgd
-from ..structures.chain import Chain
+from ..structures.chain import Chain, ChainSupportCache
 from ._base import StructuredLinearModel
 
 FEATURE_SUPPORTS = ("observed", "all")
@@ -130,7 +130,9 @@ class ChainProblem:
     everything but the bias is penalised (the transition weights are weights
     of label-bigram features, as in CRFsuite).  A full pass runs over chunks
     of at most ``CHUNK_SEQUENCES`` sequences (bounded memory), in ``n_jobs``
-    threads.
+    threads.  With a loss that runs the active-set solver, each chunk's
+    structure carries a :class:`ChainSupportCache`, so that the solves of a
+    full pass start from the supports found at the previous one.
     """
 
     def __init__(self, X, tok_off, y, n_tags, sup_ptr, sup_label, loss,
@@ -151,6 +153,12 @@ class ChainProblem:
         self.n_threads = n_workers(n_jobs, self.n_samples)
         self.chunks = _contiguous_chunks(self.tokens, self.tok_off, self.y, K,
                                          self.n_threads)
+        if _uses_active_set(loss):
+            # The chunks persist across evaluations of full passes: each
+            # active-set solve starts from the supports of the previous
+            # evaluation of the same sentences (mini-batches are not cached).
+            for batch in self.chunks:
+                batch.structure.warm_cache = ChainSupportCache()
 
     def unpack(self, z):
         K, S = self.K, self.n_support

@@ -308,9 +308,23 @@ def _grow_square(A, n):
 
 
 @njit(_RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
-              types.float64), cache=True)
-def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
-    """SparseMAP by the active-set method (Algorithm 2 of the paper).
+              types.float64, types.float64[:, ::1], types.float64[::1]), cache=True)
+def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w0):
+    """SparseMAP by the active-set method (Algorithm 2 of the paper),
+    started from a given support.
+
+    This is the one active-set implementation; :func:`sparsemap_active_set`
+    is this function started from the MAP vertex.  The start is the
+    distribution ``w0`` over the vertex vectors ``V0`` (e.g. the support of
+    a previous solve with nearby scores): vertices with a non-positive
+    weight, duplicates (their weight is merged) and vertices whose unary
+    part is affinely dependent on the ones kept before them (the factor
+    would be singular; their weight is dropped) are left out, and the kept
+    weights are renormalised to sum to one, which gives a feasible start.
+    The method converges from any feasible start to the same optimum with
+    the same Frank-Wolfe-gap termination; an empty ``V0`` (or all weights
+    zero) starts from the MAP vertex.  The rows of ``V0`` must be vertex
+    vectors of the polytope (as written by ``oracle``).
 
     Each iteration either
 
@@ -355,6 +369,10 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
         Maximum number of active-set iterations.
     tol : float
         Tolerance on the Frank-Wolfe gap (relative to the score scale).
+    V0 : ndarray of shape (m0, p)
+        Initial support (``m0 = 0``: start from the MAP vertex).
+    w0 : ndarray of shape (m0,)
+        Its weights (nonnegative; renormalised over the kept vertices).
 
     Returns
     -------
@@ -377,7 +395,10 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
     # arrays start small and double up to ``cap`` when the active set grows
     # (allocating ``cap x p`` up front costs more than a whole solve on
     # well-scaled problems).
-    ca = min(cap, 40)
+    m0 = V0.shape[0]
+    if m0 > 0 and V0.shape[1] != p:
+        raise ValueError("initial vertices must have as many parts as eta")
+    ca = min(cap, max(12, m0 + 4))
     V = np.zeros((ca, p))
     nzi = np.zeros((ca, p), dtype=np.int64)
     nnz = np.zeros(ca, dtype=np.int64)
@@ -403,23 +424,85 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
     keep = np.zeros(ca, dtype=np.bool_)
     out = np.zeros(p)
     onz = np.zeros(p, dtype=np.int64)
-    oracle(eta, params, out)
-    nfree -= 1
-    sl = free[nfree]
-    slot[0] = sl
-    _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary)
-    g00 = 0.0
-    for k in range(nnzu[sl]):
-        q = nzi[sl, k]
-        g00 += out[q] * out[q]
-    G[0, 0] = g00
-    c = g00 if g00 > 0.0 else 1.0
-    scores[0] = np.dot(eta, out)
-    y[0] = 1.0
-    Lf[0, 0] = np.sqrt(g00 + c)
-    w1[0] = 1.0 / Lf[0, 0]
-    ws[0] = scores[0] / Lf[0, 0]
-    m = 1  # active positions, all in the factor ...
+    m = 0  # active positions, all in the factor ...
+    c = 1.0
+    # Warm start: factorise the given vertices one by one (at most
+    # ca - 1 <= cap - 1 of them can be affinely independent).
+    for j in range(m0):
+        wj = w0[j]
+        if not (wj > 0.0):
+            continue
+        for q in range(p):
+            out[q] = V0[j, q]
+        dup = -1
+        for i in range(m):
+            if np.max(np.abs(V[slot[i]] - out)) < 1e-12:
+                dup = i
+                break
+        if dup >= 0:
+            y[dup] += wj
+            continue
+        if m >= ca - 1:
+            continue
+        nfree -= 1
+        sl = free[nfree]
+        slot[m] = sl
+        _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary)
+        for i in range(m):
+            si = slot[i]
+            g = 0.0
+            for k in range(nnzu[sl]):
+                q = nzi[sl, k]
+                g += V[si, q] * out[q]
+            G[i, m] = g
+            G[m, i] = g
+        g = 0.0
+        for k in range(nnzu[sl]):
+            q = nzi[sl, k]
+            g += out[q] * out[q]
+        G[m, m] = g
+        scores[m] = np.dot(eta, out)
+        if m == 0:
+            c = g if g > 0.0 else 1.0
+            Lf[0, 0] = np.sqrt(g + c)
+            w1[0] = 1.0 / Lf[0, 0]
+            ws[0] = scores[0] / Lf[0, 0]
+            y[0] = wj
+            m = 1
+            continue
+        piv = _chol_append(Lf, G, c, m, lrow)
+        if piv > _append_threshold(G, c, m):
+            _chol_accept(Lf, scores, w1, ws, m, lrow, piv)
+            y[m] = wj
+            m += 1
+        else:  # affinely dependent on the kept ones: leave it out
+            free[nfree] = sl
+            nfree += 1
+    if m > 0:
+        total = 0.0
+        for i in range(m):
+            total += y[i]
+        for i in range(m):
+            y[i] /= total
+    else:
+        # Cold start: the MAP vertex.
+        oracle(eta, params, out)
+        nfree -= 1
+        sl = free[nfree]
+        slot[0] = sl
+        _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary)
+        g00 = 0.0
+        for k in range(nnzu[sl]):
+            q = nzi[sl, k]
+            g00 += out[q] * out[q]
+        G[0, 0] = g00
+        c = g00 if g00 > 0.0 else 1.0
+        scores[0] = np.dot(eta, out)
+        y[0] = 1.0
+        Lf[0, 0] = np.sqrt(g00 + c)
+        w1[0] = 1.0 / Lf[0, 0]
+        ws[0] = scores[0] / Lf[0, 0]
+        m = 1
     pending = False  # ... plus a dependent candidate at position m
     scale = 1.0 + np.max(np.abs(eta))
     n_iter = 0
@@ -648,6 +731,44 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
     return mu, verts, weights, n_iter
 
 
+@njit(_RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
+              types.float64), cache=True)
+def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
+    """SparseMAP by the active-set method, started from the MAP vertex.
+
+    See :func:`sparsemap_active_set_warm` (the implementation) for the
+    method.
+
+    Parameters
+    ----------
+    eta : ndarray of shape (p,)
+        Part scores.
+    n_unary : int
+        Number of leading parts that are penalised by ``1/2 ||u||^2``.
+    oracle : numba function ``oracle(eta, params, out)``
+        MAP oracle writing the best vertex vector into ``out``.
+    params : ndarray of float64
+        Parameters passed through to ``oracle``.
+    max_iter : int
+        Maximum number of active-set iterations.
+    tol : float
+        Tolerance on the Frank-Wolfe gap (relative to the score scale).
+
+    Returns
+    -------
+    mu : ndarray of shape (p,)
+        The SparseMAP marginals ``A y*`` (unary and higher-order parts).
+    vertices : ndarray of shape (n_active, p)
+        The structures in the support.
+    weights : ndarray of shape (n_active,)
+        Their probabilities (positive, sum to one).
+    n_iter : int
+        Iterations used.
+    """
+    return sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol,
+                                     np.zeros((0, eta.shape[0])), np.zeros(0))
+
+
 @njit(types.float64[:, ::1](types.float64[:, ::1], types.int64, _ORACLE, types.float64[::1],
                             types.int64, types.float64), cache=True, nogil=True)
 def sparsemap_active_set_batch(Eta, n_unary, oracle, params, max_iter, tol):
@@ -833,3 +954,72 @@ def sparsemap_active_set_ragged(theta, part_off, n_unary, oracle, params_flat, p
         m, _, _, _ = sparsemap_active_set(eta, n_unary[i], oracle, params, max_iter, tol)
         mu[a:b] = m
     return mu
+
+
+_RAGGED_WARM_RESULT = types.Tuple((types.float64[::1], types.float64[::1], types.float64[::1],
+                                   types.int64[::1]))
+
+
+@njit(_RAGGED_WARM_RESULT(types.float64[::1], types.int64[::1], types.int64[::1], _ORACLE,
+                          types.float64[::1], types.int64[::1], types.int64, types.float64,
+                          types.float64[::1], types.float64[::1], types.int64[::1]),
+      cache=True, nogil=True)
+def sparsemap_active_set_ragged_warm(theta, part_off, n_unary, oracle, params_flat,
+                                     params_off, max_iter, tol, V0_flat, w0, sup_off0):
+    """:func:`sparsemap_active_set_ragged` warm-started from given supports,
+    returning the final supports.
+
+    Structure ``i`` (``p_i = part_off[i + 1] - part_off[i]`` parts) starts
+    from the ``m_i = sup_off0[i + 1] - sup_off0[i]`` vertices with weights
+    ``w0[sup_off0[i]:sup_off0[i + 1]]`` (see
+    :func:`sparsemap_active_set_warm`; ``m_i = 0`` starts from the MAP
+    vertex).  Their vertex vectors are stored one after another, row-major,
+    in ``V0_flat``: structure ``i``'s block of ``m_i * p_i`` values follows
+    those of the structures before it.  ``sup_off0 = zeros(n + 1)`` is a
+    cold start of every structure.
+
+    Returns
+    -------
+    mu : ndarray like ``theta``
+        The marginals, in the flat layout of ``theta``.
+    V_flat, weights, sup_off : ndarrays
+        The final supports in the layout of ``V0_flat, w0, sup_off0``.
+    """
+    n = part_off.shape[0] - 1
+    mu = np.zeros(theta.shape[0])
+    sup_off = np.zeros(n + 1, dtype=np.int64)
+    Vout = np.zeros(max(16, 4 * theta.shape[0]))
+    wout = np.zeros(max(16, 4 * n))
+    vpos = 0  # read position in V0_flat
+    opos = 0  # write position in Vout
+    for i in range(n):
+        a = part_off[i]
+        b = part_off[i + 1]
+        p = b - a
+        eta = theta[a:b].copy()
+        params = params_flat[params_off[i]:params_off[i + 1]].copy()
+        s0 = sup_off0[i]
+        m0 = sup_off0[i + 1] - s0
+        V0 = V0_flat[vpos:vpos + m0 * p].copy().reshape((m0, p))
+        vpos += m0 * p
+        wi = w0[s0:s0 + m0].copy()
+        mi, verts, wts, _ = sparsemap_active_set_warm(eta, n_unary[i], oracle, params,
+                                                      max_iter, tol, V0, wi)
+        mu[a:b] = mi
+        k = wts.shape[0]
+        s = sup_off[i]
+        if s + k > wout.shape[0]:
+            grown = np.zeros(2 * (s + k))
+            grown[:s] = wout[:s]
+            wout = grown
+        if opos + k * p > Vout.shape[0]:
+            grown = np.zeros(2 * (opos + k * p))
+            grown[:opos] = Vout[:opos]
+            Vout = grown
+        for j in range(k):
+            wout[s + j] = wts[j]
+            for q in range(p):
+                Vout[opos + j * p + q] = verts[j, q]
+        opos += k * p
+        sup_off[i + 1] = s + k
+    return mu, Vout[:opos].copy(), wout[:sup_off[n]].copy(), sup_off

@@ -1,8 +1,10 @@
 """Linear chains: tag sequences with unary, transition, start and end parts."""
 
 import numpy as np
+from numba import njit, types
 
 from ..kernels.chain import (
+    _add_encoding,
     chain_map,
     encode_batch,
     forward_backward_batch,
@@ -19,12 +21,117 @@ from ..kernels.linear import (
     chain_unary_view,
 )
 from ..kernels.sparsemap import (
+    ORACLE_SIGNATURE,
     VARIANTS,
     sparsemap_active_set,
     sparsemap_active_set_ragged,
+    sparsemap_active_set_warm,
     sparsemap_conditional_gradient,
 )
 from .base import Structure
+
+#: dtype of the tags of cached support vertices
+SUPPORT_TAG_DTYPE = np.int16
+
+
+@njit(types.Tuple((types.float64[::1], types.int16[::1], types.float64[::1],
+                   types.int64[::1]))(
+          types.float64[::1], types.int64[::1], types.int64[::1], types.int64[::1],
+          types.int64, types.FunctionType(ORACLE_SIGNATURE), types.int64, types.float64,
+          types.int16[::1], types.float64[::1], types.int64[::1]),
+      cache=True, nogil=True)
+def chain_active_set_warm(theta, part_off, tok_off, n_unary, K, oracle, max_iter, tol,
+                          tags0, w0, sup_off0):
+    """Warm-started active set on a chain batch, supports as tag sequences.
+
+    :func:`structlearn.kernels.sparsemap.sparsemap_active_set_ragged_warm`
+    with each support vertex stored as its ``L_i`` tags (int16) instead of
+    its vertex vector: sequence ``i`` starts from the ``m_i = sup_off0[i +
+    1] - sup_off0[i]`` tag sequences stored one after another (``m_i L_i``
+    tags, after those of the sequences before it) in ``tags0``, with weights
+    ``w0[sup_off0[i]:sup_off0[i + 1]]``.  Returns ``(mu, tags, weights,
+    sup_off)``: the marginals and the final supports in the same layout.
+    """
+    n = part_off.shape[0] - 1
+    mu = np.zeros(theta.shape[0])
+    sup_off = np.zeros(n + 1, dtype=np.int64)
+    tags = np.zeros(max(16, 4 * tok_off[n]), dtype=np.int16)
+    wout = np.zeros(max(16, 4 * n))
+    params = np.zeros(2)
+    params[1] = K
+    rpos = 0  # read position in tags0
+    opos = 0  # write position in tags
+    for i in range(n):
+        a = part_off[i]
+        b = part_off[i + 1]
+        p = b - a
+        L = tok_off[i + 1] - tok_off[i]
+        params[0] = L
+        s0 = sup_off0[i]
+        m0 = sup_off0[i + 1] - s0
+        V0 = np.zeros((m0, p))
+        for j in range(m0):
+            _add_encoding(tags0, rpos + j * L, L, K, V0[j], 0, 1.0)
+        rpos += m0 * L
+        mi, verts, wts, _ = sparsemap_active_set_warm(theta[a:b].copy(), n_unary[i], oracle,
+                                                      params, max_iter, tol, V0,
+                                                      w0[s0:s0 + m0].copy())
+        mu[a:b] = mi
+        k = wts.shape[0]
+        s = sup_off[i]
+        if s + k > wout.shape[0]:
+            grown = np.zeros(2 * (s + k))
+            grown[:s] = wout[:s]
+            wout = grown
+        if opos + k * L > tags.shape[0]:
+            grown_t = np.zeros(2 * (opos + k * L), dtype=np.int16)
+            grown_t[:opos] = tags[:opos]
+            tags = grown_t
+        for j in range(k):
+            wout[s + j] = wts[j]
+            for t in range(L):
+                best = 0
+                for kk in range(1, K):
+                    if verts[j, t * K + kk] > verts[j, t * K + best]:
+                        best = kk
+                tags[opos + j * L + t] = best
+        opos += k * L
+        sup_off[i + 1] = s + k
+    return mu, tags[:opos].copy(), wout[:sup_off[n]].copy(), sup_off
+
+
+class ChainSupportCache:
+    """Warm-start cache of the active-set solver for one :class:`Chain` batch.
+
+    Holds, per variant of the problem (``'sparsemap'``: unary parts
+    penalised; ``'projection'``: every part penalised), the support of the
+    last solve of every sequence of the batch: the vertices as **tag
+    sequences** (int16, ``L_i`` tags per vertex, flat),
+    their weights and the per-sequence vertex offsets.  The next solve of
+    the same batch (e.g. the next L-BFGS evaluation, with nearby scores)
+    starts from it instead of from the MAP vertex; the solution is the same
+    optimum.  A cache belongs to one batch (its sequence order and lengths)
+    and must not be shared between threads.
+    """
+
+    def __init__(self):
+        self.entries = {}
+
+    def get(self, key, n):
+        entry = self.entries.get(key)
+        if entry is None or len(entry[2]) != n + 1:
+            return None
+        return entry
+
+    def put(self, key, tags, weights, sup_off):
+        self.entries[key] = (tags, weights, sup_off)
+
+    def clear(self):
+        self.entries.clear()
+
+    @property
+    def nbytes(self):
+        return sum(a.nbytes for e in self.entries.values() for a in e)
 
 
 class Chain(Structure):
@@ -79,6 +186,11 @@ class Chain(Structure):
         self.n_parts = int(self.part_off[-1])
         self.block_sizes = np.diff(self.part_off)
         self._mask = None
+        #: Optional :class:`ChainSupportCache`: when set, every active-set
+        #: solve of this batch (``sparsemap``, projection onto the chain
+        #: polytope) starts from the supports of the previous one and
+        #: stores its own.
+        self.warm_cache = None
 
     # ------------------------------------------------------------- layout
     @property
@@ -185,7 +297,7 @@ class Chain(Structure):
             return np.minimum(np.exp(np.minimum(theta - 1.0, 700.0)), upper)
         # Euclidean projection onto the chain polytope: SparseMAP with every
         # part penalised.
-        return self._active_set(theta, self.block_sizes)
+        return self._active_set(theta, self.block_sizes, key="projection")
 
     # ---------------------------------------------------------- SparseMAP
     def _oracle_params_batch(self):
@@ -194,15 +306,47 @@ class Chain(Structure):
         params[1::2] = self.n_tags
         return params, np.arange(0, 2 * self.n + 1, 2, dtype=np.int64)
 
-    def _active_set(self, theta, n_unary, max_iter=1000, tol=1e-9):
+    def _support_layout(self, sup_off):
+        """Token and part offsets of the support vertices as a chain batch
+        (vertex ``j`` of sequence ``i`` is a sequence of length ``L_i``)."""
+        vlen = np.repeat(self.lengths, np.diff(sup_off))
+        vtok_off = np.zeros(len(vlen) + 1, dtype=np.int64)
+        np.cumsum(vlen, out=vtok_off[1:])
+        return vtok_off, chain_part_offsets(vtok_off, self.n_tags)
+
+    def encode_supports(self, tags, sup_off):
+        """Flat vertex vectors of supports given as tag sequences (as stored
+        in a :class:`ChainSupportCache`)."""
+        vtok_off, vpart_off = self._support_layout(sup_off)
+        return encode_batch(np.ascontiguousarray(tags, dtype=np.int64), vpart_off,
+                            vtok_off, self.n_tags)
+
+    def _active_set(self, theta, n_unary, max_iter=1000, tol=1e-9, key=None):
         params, params_off = self._oracle_params_batch()
-        return sparsemap_active_set_ragged(
-            self._theta(theta), self.part_off, np.ascontiguousarray(n_unary, dtype=np.int64),
-            chain_map, params, params_off, int(max_iter), float(tol))
+        theta = self._theta(theta)
+        n_unary = np.ascontiguousarray(n_unary, dtype=np.int64)
+        cache = self.warm_cache if key is not None else None
+        if cache is None:
+            return sparsemap_active_set_ragged(
+                theta, self.part_off, n_unary, chain_map, params, params_off,
+                int(max_iter), float(tol))
+        entry = cache.get(key, self.n)
+        if entry is None:
+            entry = (np.zeros(0, dtype=SUPPORT_TAG_DTYPE), np.zeros(0),
+                     np.zeros(self.n + 1, dtype=np.int64))
+        mu, tags, w, sup_off = chain_active_set_warm(
+            theta, self.part_off, self.tok_off, n_unary, self.n_tags, chain_map,
+            int(max_iter), float(tol), *entry)
+        cache.put(key, tags, w, sup_off)
+        return mu
 
     def sparsemap(self, theta, max_iter=1000, tol=1e-9):
-        """SparseMAP marginals of every sequence (active set, Viterbi oracle)."""
-        return self._active_set(theta, self.n_unary, max_iter, tol)
+        """SparseMAP marginals of every sequence (active set, Viterbi oracle).
+
+        With a :attr:`warm_cache` the solves start from the supports of the
+        previous call (same optimum, fewer oracle calls when the scores
+        moved little)."""
+        return self._active_set(theta, self.n_unary, max_iter, tol, key="sparsemap")
 
     def sparsemap_support(self, theta, method="active-set", max_iter=1000, tol=1e-9):
         """SparseMAP of a batch of ONE sequence, with its distribution.

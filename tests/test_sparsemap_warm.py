@@ -1,0 +1,275 @@
+"""Warm-started active set: same optimum as a cold start, from any start."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import structlearn.estimators.sequence as seqmod
+from structlearn import SequenceTagger
+from structlearn.estimators.sequence import ChainProblem
+from structlearn.feature_extraction import TokenVectorizer
+from structlearn.kernels.chain import chain_map, encode_batch
+from structlearn.kernels.linear import chain_part_offsets
+from structlearn.kernels.sparsemap import (
+    sparsemap_active_set,
+    sparsemap_active_set_ragged,
+    sparsemap_active_set_ragged_warm,
+    sparsemap_active_set_warm,
+)
+from structlearn.losses import Projection, SparseMAP
+from structlearn.structures.chain import Chain, ChainSupportCache
+
+
+def random_batch(seed, n=12, k=4, max_len=7, scale=1.0):
+    rng = np.random.RandomState(seed)
+    lengths = rng.randint(1, max_len + 1, size=n)
+    tok_off = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    st = Chain(k, tok_off)
+    return st, rng
+
+
+def vertices(tags_list, K):
+    """Vertex vectors (rows) of the tag sequences (all of the same length)."""
+    L = len(tags_list[0])
+    tok_off = np.arange(0, L * len(tags_list) + 1, L, dtype=np.int64)
+    part_off = chain_part_offsets(tok_off, K)
+    flat = encode_batch(np.concatenate(tags_list).astype(np.int64), part_off, tok_off, K)
+    return flat.reshape(len(tags_list), -1)
+
+
+def check_support(mu, V, w):
+    assert np.all(w > 0) and np.isclose(w.sum(), 1.0)
+    np.testing.assert_allclose(w @ V, mu, atol=1e-10)
+
+
+# ----------------------------------------------------------------- kernel
+@pytest.mark.parametrize("n_unary_all", [False, True])
+def test_warm_kernel_from_bad_starts_reaches_the_cold_optimum(n_unary_all):
+    rng = np.random.RandomState(0)
+    K = 3
+    for L in [1, 2, 5, 8]:
+        p = L * K + K * K + 2 * K
+        nu = p if n_unary_all else L * K
+        params = np.array([float(L), float(K)])
+        for trial in range(6):
+            eta = rng.randn(p) * [0.3, 1.0, 4.0][trial % 3]
+            mu_c, Vc, wc, _ = sparsemap_active_set(eta, nu, chain_map, params, 1000, 1e-9)
+            starts = []
+            # a support found for very different scores
+            _, Vo, wo, _ = sparsemap_active_set(rng.randn(p) * 3, nu, chain_map, params,
+                                                1000, 1e-9)
+            starts.append((Vo, wo))
+            # many random vertices: most affinely dependent on earlier ones,
+            # with duplicates and zero / negative weights
+            tags = [rng.randint(K, size=L) for _ in range(4 * L * K + 3)]
+            tags += tags[:3]
+            Vr = vertices(tags, K)
+            wr = rng.rand(len(tags))
+            wr[::5] = 0.0
+            wr[1] = -1.0
+            starts.append((Vr, wr))
+            # the cold optimum itself, and it plus dependent extra vertices
+            starts.append((Vc, wc))
+            starts.append((np.vstack([Vc, Vr]), np.concatenate([wc, rng.rand(len(Vr))])))
+            # all weights zero: a cold start
+            starts.append((Vr, np.zeros(len(Vr))))
+            # nothing
+            starts.append((np.zeros((0, p)), np.zeros(0)))
+            for V0, w0 in starts:
+                mu, V, w, _ = sparsemap_active_set_warm(
+                    eta, nu, chain_map, params, 1000, 1e-9,
+                    np.ascontiguousarray(V0, dtype=float),
+                    np.ascontiguousarray(w0, dtype=float))
+                np.testing.assert_allclose(mu, mu_c, atol=1e-8)
+                check_support(mu, V, w)
+
+
+def test_warm_kernel_from_an_affinely_dependent_set():
+    # L = 2, K = 2: u(00) + u(11) = u(01) + u(10), all four given
+    K, L = 2, 2
+    p = L * K + K * K + 2 * K
+    params = np.array([float(L), float(K)])
+    V0 = vertices([np.array(t) for t in [(0, 0), (1, 1), (0, 1), (1, 0)]], K)
+    rng = np.random.RandomState(3)
+    for _ in range(20):
+        eta = rng.randn(p)
+        mu_c = sparsemap_active_set(eta, L * K, chain_map, params, 1000, 1e-9)[0]
+        mu, V, w, _ = sparsemap_active_set_warm(eta, L * K, chain_map, params, 1000, 1e-9,
+                                                V0, np.full(4, 0.25))
+        np.testing.assert_allclose(mu, mu_c, atol=1e-8)
+        check_support(mu, V, w)
+
+
+def test_cold_kernel_is_the_warm_kernel_with_an_empty_start():
+    st, rng = random_batch(1)
+    params, params_off = st._oracle_params_batch()
+    theta = 2 * rng.randn(st.n_parts)
+    nu = st.n_unary.astype(np.int64)
+    mu_c = sparsemap_active_set_ragged(theta, st.part_off, nu, chain_map, params, params_off,
+                                       1000, 1e-9)
+    mu_w, V, w, sup_off = sparsemap_active_set_ragged_warm(
+        theta, st.part_off, nu, chain_map, params, params_off, 1000, 1e-9,
+        np.zeros(0), np.zeros(0), np.zeros(st.n + 1, dtype=np.int64))
+    np.testing.assert_array_equal(mu_w, mu_c)
+
+
+def test_ragged_warm_returns_supports_that_reproduce_mu():
+    st, rng = random_batch(2, n=20)
+    params, params_off = st._oracle_params_batch()
+    nu = st.n_unary.astype(np.int64)
+    sup_off = np.zeros(st.n + 1, dtype=np.int64)
+    V = np.zeros(0)
+    w = np.zeros(0)
+    for rep in range(4):
+        theta = [0.2, 1.0, 5.0, 1.0][rep] * rng.randn(st.n_parts)
+        mu_c = sparsemap_active_set_ragged(theta, st.part_off, nu, chain_map, params,
+                                           params_off, 1000, 1e-9)
+        mu, V, w, sup_off = sparsemap_active_set_ragged_warm(
+            theta, st.part_off, nu, chain_map, params, params_off, 1000, 1e-9, V, w, sup_off)
+        np.testing.assert_allclose(mu, mu_c, atol=1e-8)
+        assert sup_off[0] == 0 and np.all(np.diff(sup_off) >= 1)
+        assert len(w) == sup_off[-1]
+        assert len(V) == np.sum(np.diff(sup_off) * st.block_sizes)
+        pos = 0
+        for i in range(st.n):
+            a, b = st.part_off[i], st.part_off[i + 1]
+            m = sup_off[i + 1] - sup_off[i]
+            Vi = V[pos:pos + m * (b - a)].reshape(m, b - a)
+            pos += m * (b - a)
+            check_support(mu[a:b], Vi, w[sup_off[i]:sup_off[i + 1]])
+
+
+# ------------------------------------------------------------------ chain
+@pytest.mark.parametrize("kind", ["sparsemap", "projection"])
+def test_chain_warm_cache_gives_the_cold_solution(kind):
+    st, rng = random_batch(4, n=15, k=5)
+    cold = Chain(st.n_tags, st.tok_off)
+
+    def solve(s, theta):
+        if kind == "sparsemap":
+            return s.sparsemap(theta)
+        return s.project(theta, "chain", "euclidean")
+
+    st.warm_cache = ChainSupportCache()
+    thetas = [rng.randn(st.n_parts), 10 * rng.randn(st.n_parts), 0.05 * rng.randn(st.n_parts)]
+    thetas.append(thetas[0] + 1e-3 * rng.randn(st.n_parts))
+    thetas.append(thetas[0])
+    for theta in thetas:
+        mu_c = solve(cold, theta)
+        mu_w = solve(st, theta)  # the first one with an empty cache
+        np.testing.assert_allclose(mu_w, mu_c, atol=1e-8)
+        tags, w, sup_off = st.warm_cache.entries[kind]
+        assert tags.dtype == np.int16 and len(w) == sup_off[-1]
+        # the stored tag sequences reproduce mu
+        V = st.encode_supports(tags, sup_off)
+        pos = 0
+        for i in range(st.n):
+            a, b = st.part_off[i], st.part_off[i + 1]
+            m = sup_off[i + 1] - sup_off[i]
+            Vi = V[pos:pos + m * (b - a)].reshape(m, b - a)
+            pos += m * (b - a)
+            check_support(mu_w[a:b], Vi, w[sup_off[i]:sup_off[i + 1]])
+    assert cold.warm_cache is None
+
+
+def test_chain_cache_holds_the_kernel_supports_and_wrong_batch_is_ignored():
+    st, rng = random_batch(5, n=6, k=3)
+    st.warm_cache = ChainSupportCache()
+    theta = rng.randn(st.n_parts)
+    st.sparsemap(theta)
+    tags, w, sup_off = st.warm_cache.entries["sparsemap"]
+    assert tags.dtype == np.int16 and tags.min() >= 0 and tags.max() < 3
+    # the same supports as the generic ragged kernel, as tag sequences
+    params, params_off = st._oracle_params_batch()
+    mu, V, w2, sup_off2 = sparsemap_active_set_ragged_warm(
+        theta, st.part_off, st.n_unary.astype(np.int64), chain_map, params, params_off,
+        1000, 1e-9, np.zeros(0), np.zeros(0), np.zeros(st.n + 1, dtype=np.int64))
+    np.testing.assert_array_equal(sup_off2, sup_off)
+    np.testing.assert_allclose(w2, w, rtol=1e-12)
+    np.testing.assert_array_equal(st.encode_supports(tags, sup_off), V)
+    # a cache entry of another batch size is not used (cold start)
+    other, _ = random_batch(6, n=4, k=3)
+    other.warm_cache = st.warm_cache
+    th2 = rng.randn(other.n_parts)
+    np.testing.assert_allclose(other.sparsemap(th2),
+                               Chain(3, other.tok_off).sparsemap(th2), atol=1e-8)
+
+
+@pytest.mark.parametrize("loss", [SparseMAP(), SparseMAP(margin=True), Projection()])
+def test_losses_with_a_warm_cache_match_cold(loss):
+    st, rng = random_batch(7, n=10, k=4)
+    y = rng.randint(4, size=st.tok_off[-1])
+    cold = Chain(4, st.tok_off)
+    st.warm_cache = ChainSupportCache()
+    for scale in [1.0, 3.0, 1.0]:
+        theta = scale * rng.randn(st.n_parts)
+        v_c, g_c = loss.value_and_grad(theta, y, cold)
+        for _ in range(2):
+            v_w, g_w = loss.value_and_grad(theta, y, st)
+            np.testing.assert_allclose(v_w, v_c, rtol=1e-10, atol=1e-8)
+            np.testing.assert_allclose(g_w, g_c, atol=1e-8)
+
+
+# -------------------------------------------------------------- estimator
+def _sequence_data(seed=0, n=40):
+    rng = np.random.RandomState(seed)
+    X = [[{"w": str(rng.choice(list("abcdef"))), "x": float(rng.randn())}
+          for _ in range(rng.randint(1, 8))] for _ in range(n)]
+    y = [[("A", "B", "C")[(t["w"] in "abc") + (t["x"] > 0.3)] for t in s] for s in X]
+    return X, y
+
+
+@pytest.mark.parametrize("loss", ["sparsemap", "projection"])
+def test_chain_problem_second_evaluation_is_warm_and_equal(loss):
+    X, y = _sequence_data()
+    Xtok, tok_off = TokenVectorizer().fit_transform(X)
+    flat = np.array([{"A": 0, "B": 1, "C": 2}[t] for s in y for t in s])
+    est = SequenceTagger()
+    sup_ptr, sup_label = est._make_support(Xtok.tocsr(), flat, 3)
+    lossobj = seqmod.get_loss(loss)
+    pb = ChainProblem(Xtok, tok_off, flat, 3, sup_ptr, sup_label, lossobj)
+    assert all(isinstance(b.structure.warm_cache, ChainSupportCache) for b in pb.chunks)
+    rng = np.random.RandomState(1)
+    z = rng.randn(pb.n_params)
+    v1, g1 = pb.value_and_grad(z)  # cold (empty caches)
+    assert all(b.structure.warm_cache.entries for b in pb.chunks)
+    v2, g2 = pb.value_and_grad(z)  # warm, from the optimal supports
+    np.testing.assert_allclose(v2, v1, rtol=1e-10, atol=1e-8)
+    np.testing.assert_allclose(g2, g1, rtol=1e-10, atol=1e-8)
+    pb.value_and_grad(5 * rng.randn(pb.n_params))  # far away
+    v3, g3 = pb.value_and_grad(z)  # warm from a bad start
+    np.testing.assert_allclose(v3, v1, rtol=1e-10, atol=1e-8)
+    np.testing.assert_allclose(g3, g1, rtol=1e-10, atol=1e-8)
+    # mini-batches are not cached, and give the same values
+    vi, _ = pb.value_and_grad(z, np.arange(5))
+    np.testing.assert_allclose(vi, v1[:5], rtol=1e-10, atol=1e-8)
+
+
+def test_crf_problem_has_no_cache():
+    X, y = _sequence_data(n=8)
+    Xtok, tok_off = TokenVectorizer().fit_transform(X)
+    flat = np.array([{"A": 0, "B": 1, "C": 2}[t] for s in y for t in s])
+    sup_ptr, sup_label = SequenceTagger()._make_support(Xtok.tocsr(), flat, 3)
+    pb = ChainProblem(Xtok, tok_off, flat, 3, sup_ptr, sup_label, seqmod.get_loss("crf"))
+    assert all(b.structure.warm_cache is None for b in pb.chunks)
+
+
+@pytest.mark.parametrize("loss", ["sparsemap", "m-sparsemap"])
+def test_tagger_fit_with_and_without_cache_gives_the_same_objective(loss, monkeypatch):
+    X, y = _sequence_data(1, n=60)
+
+    def fit():
+        est = SequenceTagger(loss=loss, alpha=1e-2, max_iter=60, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return est.fit(X, y)
+
+    warm = fit()
+    monkeypatch.setattr(seqmod, "ChainSupportCache", lambda: None)
+    cold = fit()
+    assert warm.n_iter_ == cold.n_iter_
+    np.testing.assert_allclose(warm.objective_, cold.objective_, rtol=1e-6)
+    np.testing.assert_allclose(warm.coef_.toarray(), cold.coef_.toarray(), atol=1e-5)
+    assert warm.predict(X) == cold.predict(X)
