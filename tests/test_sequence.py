@@ -15,7 +15,7 @@ from sklearn.preprocessing import FunctionTransformer
 
 from structlearn import SequenceTagger
 from structlearn.estimators.sequence import ChainProblem
-from structlearn.losses import (CRF, Hinge, Perceptron, PosLearn, Projection, SparseMAP,
+from structlearn.losses import (CRF, Hinge, PosLearn, Projection, SparseMAP,
                                 Squared, get_loss)
 from structlearn.solvers import objective
 from structlearn.structures.chain import Chain
