@@ -9,20 +9,9 @@ SHARED = Path(os.environ.get("STRUCTLEARN_SHARED_DATA",
 
 def read_conll2000(subset):
     """Sentences of (word, pos, chunk) triples from ../shared/data."""
-    sents, cur = [], []
-    with open(SHARED / "conll2000_chunking" / f"{subset}.txt", encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                if cur:
-                    sents.append(cur)
-                    cur = []
-                continue
-            w, p, c = line.split()
-            cur.append((w, p, c))
-    if cur:
-        sents.append(cur)
-    return sents
+    from structlearn.datasets import read_conll_columns
+
+    return read_conll_columns(SHARED / "conll2000_chunking" / f"{subset}.txt")
 
 
 def chunking_features(sent):

@@ -553,39 +553,20 @@ def test_pickle_array_mode():
 
 
 # ------------------------------------------------------------- real data
-def _conll_sentences(path, limit=None):
-    sents, cur = [], []
-    with open(path) as fh:
-        for line in fh:
-            parts = line.split()
-            if not parts:
-                if cur:
-                    sents.append(cur)
-                    cur = []
-                    if limit and len(sents) == limit:
-                        break
-                continue
-            cur.append(parts)
-    if cur:
-        sents.append(cur)
-    return sents
+def _conll_sentences(path, limit):
+    from structlearn.datasets import read_conll_columns
+
+    return read_conll_columns(path)[:limit]
 
 
 def _crfpp_chunking_features(sent):
-    w = ["_B-2", "_B-1"] + [s[0] for s in sent] + ["_B+1", "_B+2"]
-    p = ["_B-2", "_B-1"] + [s[1] for s in sent] + ["_B+1", "_B+2"]
-    out = []
-    for i in range(2, len(sent) + 2):
-        f = {f"w[{o}]": w[i + o] for o in range(-2, 3)}
-        f.update({f"pos[{o}]": p[i + o] for o in range(-2, 3)})
-        f["w[-1]|w[0]"] = w[i - 1] + "|" + w[i]
-        f["w[0]|w[1]"] = w[i] + "|" + w[i + 1]
-        for a in (-2, -1, 0, 1):
-            f[f"pos[{a}]|pos[{a + 1}]"] = p[i + a] + "|" + p[i + a + 1]
-        for a in (-2, -1, 0):
-            f[f"pos[{a}]|pos[{a + 1}]|pos[{a + 2}]"] = "|".join(p[i + a:i + a + 3])
-        out.append(f)
-    return out
+    # the benchmarks' CRF++ chunking template (benchmarks/_seq_common.py)
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from _seq_common import chunking_features
+
+    return chunking_features(sent)
 
 
 @pytest.mark.skipif(not CONLL.is_file(), reason="CoNLL-2000 data not present")

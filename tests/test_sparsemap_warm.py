@@ -10,12 +10,11 @@ import structlearn.estimators.sequence as seqmod
 from structlearn import SequenceTagger
 from structlearn.estimators.sequence import ChainProblem
 from structlearn.feature_extraction import TokenVectorizer
-from structlearn.kernels.chain import chain_map, encode_batch
+from structlearn.kernels.chain import chain_active_set_warm, chain_map, encode_batch
 from structlearn.kernels.linear import chain_part_offsets
 from structlearn.kernels.sparsemap import (
     sparsemap_active_set,
     sparsemap_active_set_ragged,
-    sparsemap_active_set_ragged_warm,
     sparsemap_active_set_warm,
 )
 from structlearn.losses import Projection, SparseMAP
@@ -102,6 +101,10 @@ def test_warm_kernel_from_an_affinely_dependent_set():
         check_support(mu, V, w)
 
 
+def _empty_start(st):
+    return (np.zeros(0, dtype=np.int16), np.zeros(0), np.zeros(st.n + 1, dtype=np.int64))
+
+
 def test_cold_kernel_is_the_warm_kernel_with_an_empty_start():
     st, rng = random_batch(1)
     params, params_off = st._oracle_params_batch()
@@ -109,29 +112,28 @@ def test_cold_kernel_is_the_warm_kernel_with_an_empty_start():
     nu = st.n_unary.astype(np.int64)
     mu_c = sparsemap_active_set_ragged(theta, st.part_off, nu, chain_map, params, params_off,
                                        1000, 1e-9)
-    mu_w, V, w, sup_off = sparsemap_active_set_ragged_warm(
-        theta, st.part_off, nu, chain_map, params, params_off, 1000, 1e-9,
-        np.zeros(0), np.zeros(0), np.zeros(st.n + 1, dtype=np.int64))
+    mu_w, _, _, _ = chain_active_set_warm(theta, st.part_off, st.tok_off, nu, st.n_tags,
+                                          chain_map, 1000, 1e-9, *_empty_start(st))
     np.testing.assert_array_equal(mu_w, mu_c)
 
 
-def test_ragged_warm_returns_supports_that_reproduce_mu():
+def test_warm_chain_kernel_returns_supports_that_reproduce_mu():
     st, rng = random_batch(2, n=20)
     params, params_off = st._oracle_params_batch()
     nu = st.n_unary.astype(np.int64)
-    sup_off = np.zeros(st.n + 1, dtype=np.int64)
-    V = np.zeros(0)
-    w = np.zeros(0)
+    start = _empty_start(st)
     for rep in range(4):
         theta = [0.2, 1.0, 5.0, 1.0][rep] * rng.randn(st.n_parts)
         mu_c = sparsemap_active_set_ragged(theta, st.part_off, nu, chain_map, params,
                                            params_off, 1000, 1e-9)
-        mu, V, w, sup_off = sparsemap_active_set_ragged_warm(
-            theta, st.part_off, nu, chain_map, params, params_off, 1000, 1e-9, V, w, sup_off)
+        mu, tags, w, sup_off = chain_active_set_warm(theta, st.part_off, st.tok_off, nu,
+                                                     st.n_tags, chain_map, 1000, 1e-9, *start)
+        start = (tags, w, sup_off)
         np.testing.assert_allclose(mu, mu_c, atol=1e-8)
         assert sup_off[0] == 0 and np.all(np.diff(sup_off) >= 1)
         assert len(w) == sup_off[-1]
-        assert len(V) == np.sum(np.diff(sup_off) * st.block_sizes)
+        assert len(tags) == np.sum(np.diff(sup_off) * st.lengths)
+        V = st.encode_supports(tags, sup_off)
         pos = 0
         for i in range(st.n):
             a, b = st.part_off[i], st.part_off[i + 1]
@@ -181,14 +183,18 @@ def test_chain_cache_holds_the_kernel_supports_and_wrong_batch_is_ignored():
     st.sparsemap(theta)
     tags, w, sup_off = st.warm_cache.entries["sparsemap"]
     assert tags.dtype == np.int16 and tags.min() >= 0 and tags.max() < 3
-    # the same supports as the generic ragged kernel, as tag sequences
-    params, params_off = st._oracle_params_batch()
-    mu, V, w2, sup_off2 = sparsemap_active_set_ragged_warm(
-        theta, st.part_off, st.n_unary.astype(np.int64), chain_map, params, params_off,
-        1000, 1e-9, np.zeros(0), np.zeros(0), np.zeros(st.n + 1, dtype=np.int64))
-    np.testing.assert_array_equal(sup_off2, sup_off)
-    np.testing.assert_allclose(w2, w, rtol=1e-12)
-    np.testing.assert_array_equal(st.encode_supports(tags, sup_off), V)
+    # the same supports as the single-structure solver, as tag sequences
+    V = st.encode_supports(tags, sup_off)
+    pos = 0
+    for i in range(st.n):
+        a, b = st.part_off[i], st.part_off[i + 1]
+        _, Vi, wi, _ = sparsemap_active_set(theta[a:b].copy(), int(st.n_unary[i]), chain_map,
+                                            np.array([float(st.lengths[i]), 3.0]), 1000, 1e-9)
+        m = sup_off[i + 1] - sup_off[i]
+        assert m == len(wi)
+        np.testing.assert_allclose(w[sup_off[i]:sup_off[i + 1]], wi, rtol=1e-12)
+        np.testing.assert_array_equal(V[pos:pos + m * (b - a)].reshape(m, b - a), Vi)
+        pos += m * (b - a)
     # a cache entry of another batch size is not used (cold start)
     other, _ = random_batch(6, n=4, k=3)
     other.warm_cache = st.warm_cache

@@ -109,18 +109,13 @@ def chain_reduce_grad(G, tok_off, part_off, n_tags):
     """Split a flat chain gradient into token (N, K) and summed shared parts."""
     n = len(tok_off) - 1
     K = n_tags
-    GU = np.empty((tok_off[n], K))
+    GU = chain_unary_view(G, tok_off, part_off, n_tags)
     gtrans = np.zeros((K, K))
     gstart = np.zeros(K)
     gend = np.zeros(K)
     for i in range(n):
-        base = part_off[i]
-        t0 = tok_off[i]
-        L = tok_off[i + 1] - t0
-        for t in range(L):
-            for k in range(K):
-                GU[t0 + t, k] = G[base + t * K + k]
-        o = base + L * K
+        L = tok_off[i + 1] - tok_off[i]
+        o = part_off[i] + L * K
         for a in range(K):
             for b in range(K):
                 gtrans[a, b] += G[o + a * K + b]

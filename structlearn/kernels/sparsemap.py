@@ -736,34 +736,9 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
 def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
     """SparseMAP by the active-set method, started from the MAP vertex.
 
-    See :func:`sparsemap_active_set_warm` (the implementation) for the
-    method.
-
-    Parameters
-    ----------
-    eta : ndarray of shape (p,)
-        Part scores.
-    n_unary : int
-        Number of leading parts that are penalised by ``1/2 ||u||^2``.
-    oracle : numba function ``oracle(eta, params, out)``
-        MAP oracle writing the best vertex vector into ``out``.
-    params : ndarray of float64
-        Parameters passed through to ``oracle``.
-    max_iter : int
-        Maximum number of active-set iterations.
-    tol : float
-        Tolerance on the Frank-Wolfe gap (relative to the score scale).
-
-    Returns
-    -------
-    mu : ndarray of shape (p,)
-        The SparseMAP marginals ``A y*`` (unary and higher-order parts).
-    vertices : ndarray of shape (n_active, p)
-        The structures in the support.
-    weights : ndarray of shape (n_active,)
-        Their probabilities (positive, sum to one).
-    n_iter : int
-        Iterations used.
+    :func:`sparsemap_active_set_warm` (the implementation: method,
+    parameters, returns ``(mu, vertices, weights, n_iter)``) with an empty
+    initial support.
     """
     return sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol,
                                      np.zeros((0, eta.shape[0])), np.zeros(0))
@@ -954,72 +929,3 @@ def sparsemap_active_set_ragged(theta, part_off, n_unary, oracle, params_flat, p
         m, _, _, _ = sparsemap_active_set(eta, n_unary[i], oracle, params, max_iter, tol)
         mu[a:b] = m
     return mu
-
-
-_RAGGED_WARM_RESULT = types.Tuple((types.float64[::1], types.float64[::1], types.float64[::1],
-                                   types.int64[::1]))
-
-
-@njit(_RAGGED_WARM_RESULT(types.float64[::1], types.int64[::1], types.int64[::1], _ORACLE,
-                          types.float64[::1], types.int64[::1], types.int64, types.float64,
-                          types.float64[::1], types.float64[::1], types.int64[::1]),
-      cache=True, nogil=True)
-def sparsemap_active_set_ragged_warm(theta, part_off, n_unary, oracle, params_flat,
-                                     params_off, max_iter, tol, V0_flat, w0, sup_off0):
-    """:func:`sparsemap_active_set_ragged` warm-started from given supports,
-    returning the final supports.
-
-    Structure ``i`` (``p_i = part_off[i + 1] - part_off[i]`` parts) starts
-    from the ``m_i = sup_off0[i + 1] - sup_off0[i]`` vertices with weights
-    ``w0[sup_off0[i]:sup_off0[i + 1]]`` (see
-    :func:`sparsemap_active_set_warm`; ``m_i = 0`` starts from the MAP
-    vertex).  Their vertex vectors are stored one after another, row-major,
-    in ``V0_flat``: structure ``i``'s block of ``m_i * p_i`` values follows
-    those of the structures before it.  ``sup_off0 = zeros(n + 1)`` is a
-    cold start of every structure.
-
-    Returns
-    -------
-    mu : ndarray like ``theta``
-        The marginals, in the flat layout of ``theta``.
-    V_flat, weights, sup_off : ndarrays
-        The final supports in the layout of ``V0_flat, w0, sup_off0``.
-    """
-    n = part_off.shape[0] - 1
-    mu = np.zeros(theta.shape[0])
-    sup_off = np.zeros(n + 1, dtype=np.int64)
-    Vout = np.zeros(max(16, 4 * theta.shape[0]))
-    wout = np.zeros(max(16, 4 * n))
-    vpos = 0  # read position in V0_flat
-    opos = 0  # write position in Vout
-    for i in range(n):
-        a = part_off[i]
-        b = part_off[i + 1]
-        p = b - a
-        eta = theta[a:b].copy()
-        params = params_flat[params_off[i]:params_off[i + 1]].copy()
-        s0 = sup_off0[i]
-        m0 = sup_off0[i + 1] - s0
-        V0 = V0_flat[vpos:vpos + m0 * p].copy().reshape((m0, p))
-        vpos += m0 * p
-        wi = w0[s0:s0 + m0].copy()
-        mi, verts, wts, _ = sparsemap_active_set_warm(eta, n_unary[i], oracle, params,
-                                                      max_iter, tol, V0, wi)
-        mu[a:b] = mi
-        k = wts.shape[0]
-        s = sup_off[i]
-        if s + k > wout.shape[0]:
-            grown = np.zeros(2 * (s + k))
-            grown[:s] = wout[:s]
-            wout = grown
-        if opos + k * p > Vout.shape[0]:
-            grown = np.zeros(2 * (opos + k * p))
-            grown[:opos] = Vout[:opos]
-            Vout = grown
-        for j in range(k):
-            wout[s + j] = wts[j]
-            for q in range(p):
-                Vout[opos + j * p + q] = verts[j, q]
-        opos += k * p
-        sup_off[i + 1] = s + k
-    return mu, Vout[:opos].copy(), wout[:sup_off[n]].copy(), sup_off
