@@ -156,7 +156,9 @@ def _scan_dicts(X):
     """
     table = {}          # top-level key -> {inner key -> provisional id}
     n_prov = 0
-    indices = array.array("q")
+    # provisional ids as 32-bit ints (half the memory of the scan's largest
+    # buffer); more than 2**31 - 1 distinct features raises OverflowError
+    indices = array.array("i")
     nz_pos = array.array("q")
     nz_val = array.array("d")
     indptr = array.array("q", [0])
@@ -245,7 +247,7 @@ def _assemble(col_of_prov, indices, nz_pos, nz_val, indptr, n_cols, dtype=np.flo
     explicit zeros removed, indices sorted."""
     indptr = np.frombuffer(indptr, dtype=np.int64)
     n_rows = len(indptr) - 1
-    raw = np.frombuffer(indices, dtype=np.int64)
+    raw = np.frombuffer(indices, dtype=np.intc)
     data = np.ones(len(raw), dtype=np.float64)
     if len(nz_pos):
         data[np.frombuffer(nz_pos, dtype=np.int64)] = np.frombuffer(nz_val, dtype=np.float64)

@@ -18,13 +18,16 @@ problems over flat ragged data).
   duality gap on its true objective.
 """
 
+import os
+import threading
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import scipy.optimize
 import scipy.sparse as sp
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import effective_n_jobs
+from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 
 from .kernels.maps import explicit_vertices_map
@@ -42,19 +45,42 @@ def n_workers(n_jobs, n_items):
     return max(1, min(effective_n_jobs(n_jobs), n_items // 2))
 
 
-def loss_value_and_grad(loss, theta, y, structure, n_jobs=None):
-    """Evaluate ``loss`` on a batch of fixed-size rows, split across threads.
+_POOLS = {}
+_POOLS_LOCK = threading.Lock()
+os.register_at_fork(after_in_child=_POOLS.clear)  # a forked child has no pool threads
 
-    The oracles are Numba kernels that release the GIL or vectorised NumPy,
-    so threads (joblib's threading backend) parallelise them.
+
+def thread_map(fn, items, n_threads):
+    """``[fn(x) for x in items]`` on ``n_threads`` threads.
+
+    The oracles are Numba kernels that release the GIL (or vectorised
+    NumPy), so threads parallelise them.  The threads belong to a persistent
+    pool per thread count: joblib's threading backend costs about 10 ms per
+    call, too much for solvers that make hundreds of full passes.  A call
+    from inside a pool thread runs serially (no nested waits on the pool).
     """
+    items = list(items)
+    if n_threads <= 1 or len(items) <= 1 or \
+            threading.current_thread().name.startswith("structlearn-"):
+        return [fn(x) for x in items]
+    with _POOLS_LOCK:
+        pool = _POOLS.get(n_threads)
+        if pool is None:
+            pool = _POOLS[n_threads] = ThreadPoolExecutor(
+                n_threads, thread_name_prefix=f"structlearn-{n_threads}")
+    return list(pool.map(fn, items))
+
+
+def loss_value_and_grad(loss, theta, y, structure, n_jobs=None):
+    """Evaluate ``loss`` on a batch of fixed-size rows, split across threads
+    (:func:`thread_map`)."""
     n = len(theta)
     k = n_workers(n_jobs, n)
     if k == 1:
         return loss.value_and_grad(theta, y, structure)
     chunks = np.array_split(np.arange(n), k)
-    res = Parallel(n_jobs=k, prefer="threads")(
-        delayed(loss.value_and_grad)(theta[c], _take(y, c), structure) for c in chunks)
+    res = thread_map(lambda c: loss.value_and_grad(theta[c], _take(y, c), structure),
+                     chunks, k)
     return np.concatenate([r[0] for r in res]), np.vstack([r[1] for r in res])
 
 
@@ -149,66 +175,189 @@ def objective(problem, z, alpha):
     return float(vals.mean() + 0.5 * alpha * zp @ zp)
 
 
+def _two_loop(g, S, Y, rho, order, gamma):
+    """``-H g`` for the L-BFGS inverse-Hessian approximation (Nocedal &
+    Wright, Algorithm 7.4); ``order``: rows of ``S, Y`` oldest first."""
+    q = -g
+    a = np.empty(len(order))
+    for j in range(len(order) - 1, -1, -1):
+        r = order[j]
+        a[j] = rho[r] * (S[r] @ q)
+        q -= a[j] * Y[r]
+    q *= gamma
+    for j in range(len(order)):
+        r = order[j]
+        b = rho[r] * (Y[r] @ q)
+        q += (a[j] - b) * S[r]
+    return q
+
+
+def _cubic_min(a, fa, da, b, fb, db):
+    """Minimiser of the cubic interpolating ``f, f'`` at ``a`` and ``b``
+    (None when it does not exist)."""
+    d1 = da + db - 3.0 * (fa - fb) / (a - b)
+    disc = d1 * d1 - da * db
+    if not disc >= 0.0:
+        return None
+    d2 = np.copysign(np.sqrt(disc), b - a)
+    den = db - da + 2.0 * d2
+    if den == 0.0:
+        return None
+    t = b - (b - a) * (db + d2 - d1) / den
+    return t if np.isfinite(t) else None
+
+
+def _wolfe_search(fun, z, f0, g0, d, step, c1=1e-4, c2=0.9, max_evals=20):
+    """Step along ``d`` meeting the strong Wolfe conditions (Nocedal &
+    Wright, Algorithms 3.5 and 3.6, cubic interpolation safeguarded to the
+    middle 80% of the bracket).  A non-finite objective counts as too large.
+
+    Returns ``(step, f, g, n_evals)``; ``step`` is 0 when no point with
+    sufficient decrease was found in ``max_evals`` evaluations.
+    """
+    dphi0 = float(g0 @ d)
+
+    def phi(a):
+        f, g = fun(z + a * d)
+        f = float(f)
+        if not np.isfinite(f):
+            f = np.inf
+        return f, g, float(g @ d) if np.isfinite(f) else np.nan
+
+    best = (0.0, f0, g0)  # best point with sufficient decrease
+    lo, f_lo, d_lo = 0.0, f0, dphi0
+    hi = f_hi = d_hi = None
+    a = step
+    for k in range(1, max_evals + 1):
+        f, g, dphi = phi(a)
+        armijo = f <= f0 + c1 * a * dphi0
+        if armijo and f < best[1]:
+            best = (a, f, g)
+        if not armijo or f >= f_lo:
+            hi, f_hi, d_hi = a, f, dphi
+        else:
+            if abs(dphi) <= -c2 * dphi0:
+                return a, f, g, k
+            if dphi * (a - lo) >= 0:
+                hi, f_hi, d_hi = lo, f_lo, d_lo
+            lo, f_lo, d_lo = a, f, dphi
+        if hi is None:  # still expanding
+            a *= 4.0
+            continue
+        width = hi - lo
+        t = None
+        if np.isfinite(f_hi) and np.isfinite(d_hi):
+            t = _cubic_min(lo, f_lo, d_lo, hi, f_hi, d_hi)
+        a_min, a_max = sorted((lo + 0.1 * width, hi - 0.1 * width))
+        a = lo + 0.5 * width if t is None or not a_min <= t <= a_max else t
+        if abs(width) <= 1e-16 * max(1.0, abs(lo)):
+            break
+    a, f, g = best
+    return a, f, g, max_evals
+
+
 def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, period=None):
     """L-BFGS on the regularised objective (smooth losses).
 
-    With ``period=None``, ``tol`` is the projected-gradient tolerance and the
-    relative objective tolerance is ``tol * 1e-3``.  With an integer
-    ``period``, the run stops when the objective decreased by less than
-    ``tol`` (relative) over the last ``period`` iterations -- CRFsuite's
-    ``delta``/``period`` rule, suited to large sparse models whose gradient
-    norm decreases slowly.  ``history`` is the number of correction pairs
-    kept (memory ``2 * history * n_params`` floats).
+    Limited-memory BFGS (Nocedal & Wright, Algorithm 7.5) with a strong
+    Wolfe line search; the first step has unit length in ``z``, later ones
+    try the unit step first.  With ``period=None``, ``tol`` is the gradient
+    tolerance (``max_i |grad_i| <= tol``) and the relative objective
+    tolerance is ``tol * 1e-3``.  With an integer ``period``, the run stops
+    when the objective decreased by less than ``tol`` (relative) over the
+    last ``period`` iterations -- CRFsuite's ``delta``/``period`` rule,
+    suited to large sparse models whose gradient norm decreases slowly.
+    ``history`` is the number of correction pairs kept (memory
+    ``2 * history * n_params`` floats).  A correction pair with ``s^T y <=
+    0`` (numerically) is skipped, so the approximation stays positive
+    definite.
 
     Returns
     -------
     z, n_iter, objective_value
     """
     n = problem.n_samples
-    pen = problem.penalized.astype(np.float64)
+    pen = problem.penalized
     t0 = time.perf_counter()
     calls = [0]
 
     def fun(z):
         vals, g = problem.value_and_grad(z)
-        zp = z * pen
-        f = vals.mean() + 0.5 * alpha * zp @ zp
+        zp = np.where(pen, z, 0.0)
         g = g / n + alpha * zp
         calls[0] += 1
         if verbose > 1:
-            print(f"[lbfgs] eval {calls[0]:4d}  objective {f:.6g}  "
-                  f"({time.perf_counter() - t0:.1f}s)")
-        return f, g
+            print(f"[lbfgs] evaluation {calls[0]:4d}  ({time.perf_counter() - t0:.1f}s)")
+        return vals.mean() + 0.5 * alpha * float(zp @ zp), g
 
-    trace = []
-
-    def callback(intermediate_result):
-        f = float(intermediate_result.fun)
+    z = np.array(z0, dtype=np.float64)
+    f, g = fun(z)
+    m = max(1, int(history))
+    S = np.empty((m, len(z)))
+    Y = np.empty((m, len(z)))
+    rho = np.empty(m)
+    order = []  # rows of S, Y in use, oldest first
+    gamma = 1.0
+    trace = [f]
+    ftol = tol * 1e-3
+    message = "maximum number of iterations reached"
+    converged = False
+    it = 0
+    if not np.isfinite(f):
+        raise ValueError(f"the objective is not finite at the initial point ({f}).")
+    if period is None and np.max(np.abs(g), initial=0.0) <= tol:
+        converged, message = True, "gradient below tol"
+        max_iter = 0
+    for it in range(1, max_iter + 1):
+        d = _two_loop(g, S, Y, rho, order, gamma)
+        gd = float(g @ d)
+        if not gd < 0:  # not a descent direction: restart from the gradient
+            order = []
+            d = -g
+            gd = -float(g @ g)
+        step = 1.0
+        if not order:  # first step (or restart): unit length in z
+            step = min(1.0, 1.0 / max(np.sqrt(-gd), 1e-300))
+        a, f_new, g_new, _ = _wolfe_search(fun, z, f, g, d, step)
+        if a == 0.0:
+            message = "the line search found no decrease"
+            converged = True
+            it -= 1
+            break
+        s = a * d
+        z += s
+        yv = g_new - g
+        sy = float(s @ yv)
+        if sy > 1e-10 * float(yv @ yv):
+            r = order.pop(0) if len(order) == m else len(order)
+            S[r] = s
+            Y[r] = yv
+            rho[r] = 1.0 / sy
+            order.append(r)
+            gamma = sy / float(yv @ yv)
+        f_old, f, g = f, f_new, g_new
         trace.append(f)
-        if verbose == 1:
-            print(f"[lbfgs] iteration {len(trace):4d}  objective {f:.6g}  "
+        if verbose:
+            print(f"[lbfgs] iteration {it:4d}  objective {f:.6g}  "
                   f"({time.perf_counter() - t0:.1f}s)")
-        if period is not None and len(trace) > period and \
-                trace[-period - 1] - f <= tol * max(abs(f), 1e-12):
-            raise StopIteration
-
-    options = {"maxiter": max_iter, "maxcor": history}
-    if period is None:
-        options.update(gtol=tol, ftol=tol * 1e-3)
-    else:
-        options.update(gtol=0.0, ftol=0.0)
-    res = scipy.optimize.minimize(
-        fun, np.asarray(z0, dtype=np.float64), jac=True, method="L-BFGS-B",
-        options=options, callback=callback)
-    converged = res.success or res.status == 99  # 99: stopped by the period rule
+        if period is not None:
+            if len(trace) > period + 1 and \
+                    trace[-period - 1] - f <= tol * max(abs(f), 1e-12):
+                converged, message = True, "period rule"
+                break
+        elif np.max(np.abs(g)) <= tol:
+            converged, message = True, "gradient below tol"
+            break
+        elif f_old - f <= ftol * max(abs(f_old), abs(f), 1.0):
+            converged, message = True, "relative decrease below tol * 1e-3"
+            break
     if verbose:
-        msg = "period rule" if res.status == 99 else res.message
-        print(f"[lbfgs] {res.nit} iterations, objective {res.fun:.6g}, "
-              f"{time.perf_counter() - t0:.2f}s: {msg}")
-    if not converged and res.nit >= max_iter:
+        print(f"[lbfgs] {it} iterations, {calls[0]} evaluations, objective {f:.6g}, "
+              f"{time.perf_counter() - t0:.2f}s: {message}")
+    if not converged:
         warnings.warn(f"L-BFGS did not converge in max_iter={max_iter} iterations; "
                       f"increase max_iter or tol.", ConvergenceWarning)
-    return np.array(res.x), int(res.nit), float(res.fun)
+    return z, int(it), float(f)
 
 
 def _calibrate_eta0(problem, alpha, z0, rng, batch_size, n_sub=1000, max_doublings=12):
@@ -256,6 +405,20 @@ def _calibrate_eta0(problem, alpha, z0, rng, batch_size, n_sub=1000, max_doublin
             if trial(eta) < f0:
                 break
     return eta
+
+
+@njit(cache=True, nogil=True)
+def _perceptron_step(z, u, g, t):
+    """``z -= g; u -= t g`` over the non-zeros of ``g`` (one pass, no
+    temporaries); returns whether ``g`` had any."""
+    any_nz = False
+    for i in range(len(g)):
+        gi = g[i]
+        if gi != 0.0:
+            any_nz = True
+            z[i] -= gi
+            u[i] -= t * gi
+    return any_nz
 
 
 def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=None,
@@ -306,12 +469,10 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
             _, g = problem.value_and_grad(z, idx)
             t += 1
             if perceptron:
-                # a mistake is a wrong prediction, even at zero loss (ties)
-                if g.any():  # dense in-place ops beat locating the non-zeros
+                # a mistake is a wrong prediction, even at zero loss (ties);
+                # the update touches only the features of wrong tokens
+                if _perceptron_step(z, u, g, float(t)):
                     n_updates += 1
-                    z -= g
-                    g *= t
-                    u -= g
                 continue
             else:
                 eta = eta0 / (1.0 + reg * eta0 * (t - 1))

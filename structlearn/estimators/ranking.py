@@ -84,7 +84,7 @@ class LabelRanker(StructuredLinearModel):
     random_state : int, RandomState or None
         Shuffling of the stochastic solvers.
     n_jobs : int, default=None
-        Threads for the inference oracles (joblib).
+        Threads for the inference oracles.
     verbose : int, default=0
     warm_start : bool, default=False
         Start from the previous solution when refitting.

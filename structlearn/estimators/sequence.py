@@ -4,7 +4,6 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from ..feature_extraction import TokenVectorizer
@@ -12,12 +11,14 @@ from ..kernels.linear import (
     chain_assemble_scores,
     chain_reduce_grad,
     observed_support,
+    compact_labels,
+    select_entries,
     support_entries,
     support_grad,
     support_scores,
 )
 from ..losses import Perceptron, Projection, SparseMAP, get_loss
-from ..solvers import n_workers, sgd
+from ..solvers import n_workers, sgd, thread_map
 from ..structures.chain import Chain, ChainSupportCache
 from ._base import StructuredLinearModel
 
@@ -76,14 +77,41 @@ def _drop_empty(tok_off):
 
 class _Tokens:
     """Token features ready for the support kernels: CSR ``indptr`` and
-    ``data`` plus each entry's support offsets (:func:`support_entries`)."""
+    ``data`` (empty when every value is 1: binary features need no values)
+    plus each entry's support offsets (:func:`support_entries`).  The column
+    indices themselves are not kept -- the kernels only read the supports."""
 
-    def __init__(self, X, sup_ptr):
-        X = X.tocsr()
-        self.X = X
-        self.indptr, self.data = X.indptr, X.data
-        self.nz_start, self.nz_len = support_entries(X.indices, sup_ptr)
+    def __init__(self, indptr, data, nz_start, nz_len, sup_ptr):
+        self.indptr, self.data = indptr, data
+        self.nz_start, self.nz_len = nz_start, nz_len
         self.sup_ptr = sup_ptr
+
+    @classmethod
+    def from_csr(cls, X, sup_ptr):
+        X = X.tocsr()
+        data = X.data
+        if np.all(data == 1.0):
+            data = np.empty(0, dtype=np.float64)
+        nz_start, nz_len = support_entries(X.indices, sup_ptr)
+        return cls(np.asarray(X.indptr, dtype=np.int64), np.ascontiguousarray(data),
+                   nz_start, nz_len, sup_ptr)
+
+    @property
+    def n_rows(self):
+        return len(self.indptr) - 1
+
+    def select(self, rows):
+        """The rows ``rows`` (copies)."""
+        indptr, nz_start, nz_len, data = select_entries(
+            self.indptr, self.nz_start, self.nz_len, self.data, np.asarray(rows, dtype=np.int64))
+        return _Tokens(indptr, data, nz_start, nz_len, self.sup_ptr)
+
+    def sq_norms(self):
+        """``||x_t||^2`` per row."""
+        if len(self.data) == 0:
+            return np.diff(self.indptr).astype(np.float64)
+        csum = np.concatenate([[0.0], np.cumsum(self.data ** 2)])
+        return csum[self.indptr[1:]] - csum[self.indptr[:-1]]
 
 
 class _ChainBatch:
@@ -110,7 +138,7 @@ class _ChainBatch:
         lengths = ends - starts
         rows = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])
         off = np.concatenate([[0], np.cumsum(lengths)])
-        sub = _Tokens(tokens.X[rows], tokens.sup_ptr)
+        sub = tokens.select(rows)
         return cls(sub.indptr, sub, off, None if y is None else y[rows], n_tags)
 
 
@@ -137,8 +165,7 @@ class ChainProblem:
 
     def __init__(self, X, tok_off, y, n_tags, sup_ptr, sup_label, loss,
                  fit_intercept=True, n_jobs=None):
-        self.tokens = _Tokens(X, sup_ptr)
-        self.X = self.tokens.X
+        self.tokens = X if isinstance(X, _Tokens) else _Tokens.from_csr(X, sup_ptr)
         self.tok_off = np.ascontiguousarray(tok_off, dtype=np.int64)
         self.y = np.ascontiguousarray(y, dtype=np.int64)
         self.K = int(n_tags)
@@ -205,7 +232,7 @@ class ChainProblem:
 
     def sq_norms(self):
         """Per-sequence ``sum_t (||x_t||^2 + 1) + L + 1`` (SGD step size)."""
-        sq = np.asarray(self.X.multiply(self.X).sum(axis=1)).ravel() + 1.0
+        sq = self.tokens.sq_norms() + 1.0
         per_tok = np.concatenate([[0.0], np.cumsum(sq)])
         lengths = np.diff(self.tok_off)
         return per_tok[self.tok_off[1:]] - per_tok[self.tok_off[:-1]] + lengths + 1.0
@@ -219,9 +246,8 @@ class ChainProblem:
             return self._group_value_and_grad(z, self.chunks)
         # one task per thread (contiguous chunks), each with its own gradient
         bounds = np.linspace(0, len(self.chunks), self.n_threads + 1).astype(int)
-        res = Parallel(n_jobs=self.n_threads, prefer="threads")(
-            delayed(self._group_value_and_grad)(z, self.chunks[a:b])
-            for a, b in zip(bounds[:-1], bounds[1:]))
+        res = thread_map(lambda ab: self._group_value_and_grad(z, self.chunks[ab[0]:ab[1]]),
+                         zip(bounds[:-1], bounds[1:]), self.n_threads)
         return np.concatenate([r[0] for r in res]), sum(r[1] for r in res)
 
 
@@ -380,9 +406,13 @@ class SequenceTagger(StructuredLinearModel):
             sup_ptr, sup_label = self._sup_ptr, self._sup_label
         else:
             sup_ptr, sup_label = self._make_support(Xtok, y_int, K)
+            sup_label = compact_labels(sup_label, K)
         loss.check(Chain(K, [0, 1]))
         # Everything is validated: only now touch the estimator's state.
-        problem = ChainProblem(Xtok, kept_off, y_int, K, sup_ptr, sup_label,
+        d = Xtok.shape[1]
+        tokens = _Tokens.from_csr(Xtok, sup_ptr)
+        del Xtok  # the kernels read the supports, not the column indices
+        problem = ChainProblem(tokens, kept_off, y_int, K, sup_ptr, sup_label,
                                loss, self.fit_intercept, self.n_jobs)
         if warm and len(self._z) == problem.n_params:
             z0 = self._z.copy()
@@ -391,7 +421,7 @@ class SequenceTagger(StructuredLinearModel):
             # solutions are near-uniform mixtures of hundreds of sequences;
             # one averaged-perceptron epoch moves the start out of that
             # regime (the objective is convex: only the time changes).
-            pb0 = ChainProblem(Xtok, kept_off, y_int, K, sup_ptr, sup_label, Perceptron(),
+            pb0 = ChainProblem(tokens, kept_off, y_int, K, sup_ptr, sup_label, Perceptron(),
                                self.fit_intercept, self.n_jobs)
             z0, _, _ = sgd(pb0, 0.0, np.zeros(problem.n_params), max_iter=1,
                            random_state=self.random_state, perceptron=True)
@@ -399,9 +429,9 @@ class SequenceTagger(StructuredLinearModel):
             z0 = np.zeros(problem.n_params)
         if self.verbose:
             print(f"[SequenceTagger] {problem.n_samples} sequences, {len(y_int)} tokens, "
-                  f"{K} tags, {Xtok.shape[1]} features, {problem.n_params} parameters")
+                  f"{K} tags, {d} features, {problem.n_params} parameters")
         z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
-        self._set_model(z, problem, vec, classes, sup_ptr, sup_label, Xtok.shape[1])
+        self._set_model(z, problem, vec, classes, sup_ptr, sup_label, d)
         self.loss_ = loss
         self.solver_ = solver
         self.n_iter_ = n_iter
@@ -444,7 +474,7 @@ class SequenceTagger(StructuredLinearModel):
         Xtok, tok_off = self.vectorizer_.transform(X)
         lengths = np.diff(tok_off)
         keep, kept_off = _drop_empty(tok_off)
-        return _Tokens(Xtok, self._sup_ptr), kept_off, lengths, keep
+        return _Tokens.from_csr(Xtok, self._sup_ptr), kept_off, lengths, keep
 
     def _token_scores(self, indptr, tokens):
         U = support_scores(indptr, tokens.nz_start, tokens.nz_len, tokens.data,
@@ -464,8 +494,7 @@ class SequenceTagger(StructuredLinearModel):
         if n_threads == 1:
             parts = [fn(b) for b in chunks]
         else:
-            parts = Parallel(n_jobs=n_threads, prefer="threads")(
-                delayed(fn)(b) for b in chunks)
+            parts = thread_map(fn, chunks, n_threads)
         return np.concatenate(parts)
 
     def _split(self, flat, lengths, keep, fill):
@@ -500,7 +529,7 @@ class SequenceTagger(StructuredLinearModel):
         """
         check_is_fitted(self)
         Xtok, tok_off = self.vectorizer_.transform(X)
-        tokens = _Tokens(Xtok, self._sup_ptr)
+        tokens = _Tokens.from_csr(Xtok, self._sup_ptr)
         U = self._token_scores(tokens.indptr, tokens)
         return [U[tok_off[i]:tok_off[i + 1]] for i in range(len(tok_off) - 1)]
 

@@ -41,7 +41,7 @@ order, so the *lowest* index wins):
 
 The batch kernels are plain loops over sequences and release the GIL
 (``nogil=True``): as for the other kernels of this package, callers split
-batches across threads (joblib threading backend), and ``parallel=True``
+batches across threads (:func:`structlearn.solvers.thread_map`), and ``parallel=True``
 would tie them to numba's threading layer (the default workqueue layer is
 not safe to enter from several threads at once).
 """

@@ -1,8 +1,8 @@
 """Numba kernels of the linear models over flat ragged data.
 
 Plain serial kernels that release the GIL: callers parallelise over chunks
-of sequences with joblib threads (Numba's own threading layers are not safe
-to enter from several threads at once).
+of sequences with threads (:func:`structlearn.solvers.thread_map`); Numba's
+own threading layers are not safe to enter from several threads at once.
 
 *Support-restricted weights.*  Token scores ``U[t, k] = sum_a x[t, a]
 w[a, k]`` where only the (feature, label) pairs of a *support* carry a weight
@@ -43,29 +43,91 @@ def support_entries(indices, sup_ptr):
 def support_scores(indptr, nz_start, nz_len, data, sup_label, w, n_labels):
     """``U`` (n_rows, n_labels) for CSR rows and support-restricted weights.
 
-    ``nz_start, nz_len`` from :func:`support_entries`.
+    ``nz_start, nz_len`` from :func:`support_entries`; ``data`` the CSR
+    values, or an empty array when every value is 1 (binary features: the
+    common case of indicator templates, which then need no value array).
+    ``sup_label`` may be any integer dtype (see :func:`compact_labels`).
     """
     n = len(indptr) - 1
     U = np.zeros((n, n_labels))
+    binary = len(data) == 0
     for t in range(n):
+        u = U[t]
         for j in range(indptr[t], indptr[t + 1]):
             s0 = nz_start[j]
-            x = data[j]
-            for s in range(s0, s0 + nz_len[j]):
-                U[t, sup_label[s]] += x * w[s]
+            if binary:
+                for s in range(s0, s0 + nz_len[j]):
+                    u[sup_label[s]] += w[s]
+            else:
+                x = data[j]
+                for s in range(s0, s0 + nz_len[j]):
+                    u[sup_label[s]] += x * w[s]
     return U
 
 
 @njit(cache=True, nogil=True)
 def support_grad(indptr, nz_start, nz_len, data, sup_label, G, g):
-    """Add to ``g`` the gradient in ``w`` of ``sum_{t,k} G[t, k] U[t, k]``."""
+    """Add to ``g`` the gradient in ``w`` of ``sum_{t,k} G[t, k] U[t, k]``.
+
+    Rows of ``G`` that are all zero are skipped (a perceptron or hinge
+    gradient is zero at every correctly predicted token).
+    """
     n = len(indptr) - 1
+    K = G.shape[1]
+    binary = len(data) == 0
     for t in range(n):
+        Gt = G[t]
+        nonzero = False
+        for k in range(K):
+            if Gt[k] != 0.0:
+                nonzero = True
+                break
+        if not nonzero:
+            continue
         for j in range(indptr[t], indptr[t + 1]):
             s0 = nz_start[j]
-            x = data[j]
-            for s in range(s0, s0 + nz_len[j]):
-                g[s] += x * G[t, sup_label[s]]
+            if binary:
+                for s in range(s0, s0 + nz_len[j]):
+                    g[s] += Gt[sup_label[s]]
+            else:
+                x = data[j]
+                for s in range(s0, s0 + nz_len[j]):
+                    g[s] += x * Gt[sup_label[s]]
+
+
+def compact_labels(sup_label, n_labels):
+    """``sup_label`` in the smallest integer dtype that holds ``n_labels``
+    labels: the support kernels read one label per support entry, and a
+    narrower array is faster to stream (``uint8`` for up to 256 tags)."""
+    for dt in (np.uint8, np.int16, np.int32):
+        if n_labels <= np.iinfo(dt).max + 1:
+            return np.ascontiguousarray(sup_label, dtype=dt)
+    return np.ascontiguousarray(sup_label, dtype=np.int64)
+
+
+@njit(cache=True, nogil=True)
+def select_entries(indptr, nz_start, nz_len, data, rows):
+    """The CSR rows ``rows`` of (indptr, nz_start, nz_len, data) as new
+    arrays (``data`` may be empty: binary features)."""
+    m = len(rows)
+    new_ptr = np.zeros(m + 1, dtype=np.int64)
+    for i in range(m):
+        r = rows[i]
+        new_ptr[i + 1] = new_ptr[i] + indptr[r + 1] - indptr[r]
+    nnz = new_ptr[m]
+    st = np.empty(nnz, dtype=nz_start.dtype)
+    ln = np.empty(nnz, dtype=nz_len.dtype)
+    dat = np.empty(nnz if len(data) else 0, dtype=data.dtype)
+    for i in range(m):
+        r = rows[i]
+        o = new_ptr[i]
+        for j in range(indptr[r], indptr[r + 1]):
+            st[o] = nz_start[j]
+            ln[o] = nz_len[j]
+            if len(data):
+                dat[o] = data[j]
+            o += 1
+    return new_ptr, st, ln, dat
 
 
 @njit(cache=True, nogil=True)

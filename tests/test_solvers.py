@@ -1,0 +1,178 @@
+"""The generic solvers on small problems with known solutions."""
+
+import threading
+
+import numpy as np
+import pytest
+import scipy.optimize
+import scipy.special
+from sklearn.exceptions import ConvergenceWarning
+
+from structlearn.solvers import _perceptron_step, _wolfe_search, lbfgs, thread_map
+
+
+class FunctionProblem:
+    """A 'problem' whose single sample's loss is ``f`` (nothing penalised)."""
+
+    n_samples = 1
+
+    def __init__(self, f, n, penalized=None):
+        self.f = f
+        self.penalized = np.zeros(n, dtype=bool) if penalized is None else penalized
+        self.calls = 0
+
+    def value_and_grad(self, z, idx=None):
+        self.calls += 1
+        v, g = self.f(z)
+        return np.array([v]), g
+
+
+def rosenbrock(z):
+    a, b = z[:-1], z[1:]
+    v = np.sum(100.0 * (b - a ** 2) ** 2 + (1 - a) ** 2)
+    g = np.zeros_like(z)
+    g[:-1] = -400.0 * a * (b - a ** 2) - 2.0 * (1 - a)
+    g[1:] += 200.0 * (b - a ** 2)
+    return v, g
+
+
+def logistic_problem(seed=0, n=200, d=15):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = np.sign(X @ rng.randn(d) + 0.5 * rng.randn(n))
+
+    class P:
+        n_samples = n
+        penalized = np.ones(d, dtype=bool)
+
+        def value_and_grad(self, z, idx=None):
+            m = y * (X @ z)
+            vals = np.logaddexp(0.0, -m)
+            return vals, X.T @ (-y * scipy.special.expit(-m))
+
+    return P()
+
+
+def test_lbfgs_minimises_rosenbrock():
+    pb = FunctionProblem(rosenbrock, 6)
+    z, n_iter, f = lbfgs(pb, 0.0, np.full(6, -1.2), max_iter=500, tol=1e-8)
+    np.testing.assert_allclose(z, np.ones(6), atol=1e-5)
+    assert f < 1e-10
+    assert n_iter < 200
+
+
+@pytest.mark.parametrize("alpha", [1e-3, 1e-1])
+def test_lbfgs_matches_scipy_on_regularised_logistic_regression(alpha):
+    pb = logistic_problem()
+
+    def obj(z):
+        v, g = pb.value_and_grad(z)
+        return v.mean() + 0.5 * alpha * z @ z, g / pb.n_samples + alpha * z
+
+    ref = scipy.optimize.minimize(obj, np.zeros(15), jac=True, method="L-BFGS-B",
+                                  options=dict(gtol=1e-12, ftol=1e-15, maxiter=10000))
+    z, _, f = lbfgs(pb, alpha, np.zeros(15), tol=1e-9)
+    assert f == pytest.approx(ref.fun, rel=1e-10, abs=1e-12)
+    np.testing.assert_allclose(z, ref.x, atol=1e-5)
+
+
+def test_lbfgs_period_rule_stops_on_a_stalled_objective():
+    pb = logistic_problem()
+    alpha = 1e-2
+    z_tight, it_tight, f_tight = lbfgs(pb, alpha, np.zeros(15), tol=1e-12, period=5)
+    z_loose, it_loose, f_loose = lbfgs(pb, alpha, np.zeros(15), tol=1e-2, period=5)
+    assert it_loose < it_tight
+    assert it_loose > 5            # the rule needs `period` iterations of history
+    assert f_loose >= f_tight - 1e-12
+    assert (f_loose - f_tight) / f_tight < 1e-1
+
+
+def test_lbfgs_minimises_a_barrier_function():
+    # a barrier: +inf outside the unit ball; minimum of ||z - c||^2 inside it
+    c = np.array([0.3, -0.2, 0.1])
+
+    def f(z):
+        if z @ z >= 1.0:
+            return np.inf, np.full(3, np.nan)
+        return float((z - c) @ (z - c) - np.log(1.0 - z @ z)), \
+            2 * (z - c) + 2 * z / (1.0 - z @ z)
+
+    pb = FunctionProblem(f, 3)
+    z, _, val = lbfgs(pb, 0.0, np.zeros(3), tol=1e-10)
+    ref = scipy.optimize.minimize(lambda v: f(v)[0], c * 0.5, method="Nelder-Mead",
+                                  options=dict(xatol=1e-10, fatol=1e-14, maxiter=20000))
+    assert np.isfinite(val)
+    np.testing.assert_allclose(z, ref.x, atol=1e-5)
+
+
+def test_lbfgs_warns_when_max_iter_is_reached():
+    pb = FunctionProblem(rosenbrock, 4)
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        lbfgs(pb, 0.0, np.full(4, -1.2), max_iter=3, tol=1e-12)
+
+
+def test_lbfgs_rejects_a_non_finite_start():
+    pb = FunctionProblem(lambda z: (np.nan, np.zeros(2)), 2)
+    with pytest.raises(ValueError, match="not finite at the initial point"):
+        lbfgs(pb, 0.0, np.zeros(2))
+
+
+def test_wolfe_search_backs_off_from_non_finite_values():
+    calls = []
+
+    def fun(z):  # a quadratic with minimum at 1, undefined beyond 0.3
+        calls.append(z[0])
+        if z[0] > 0.3:
+            return np.inf, np.array([np.nan])
+        return (z[0] - 1.0) ** 2, np.array([2.0 * (z[0] - 1.0)])
+
+    f0, g0 = fun(np.zeros(1))
+    a, f, g, _ = _wolfe_search(fun, np.zeros(1), f0, g0, np.ones(1), 1.0)
+    assert max(calls) > 0.3           # the unit step was tried
+    assert 0.0 < a <= 0.3 and np.isfinite(f) and f < f0
+    assert f <= f0 + 1e-4 * a * (g0 @ np.ones(1))
+
+
+def test_wolfe_search_returns_a_strong_wolfe_step():
+    rng = np.random.RandomState(0)
+    for _ in range(20):
+        A = rng.randn(5, 5)
+        H = A @ A.T + 0.1 * np.eye(5)
+        b = rng.randn(5)
+
+        def fun(z):
+            return 0.5 * z @ H @ z - b @ z, H @ z - b
+
+        z = rng.randn(5)
+        f0, g0 = fun(z)
+        d = -g0
+        for step in (1e-4, 1.0, 1e3):
+            a, f, g, _ = _wolfe_search(fun, z, f0, g0, d, step)
+            assert f <= f0 + 1e-4 * a * (g0 @ d)
+            assert abs(g @ d) <= 0.9 * abs(g0 @ d) + 1e-12
+
+
+def test_perceptron_step_updates_only_non_zeros():
+    rng = np.random.RandomState(0)
+    g = rng.randn(50) * (rng.rand(50) < 0.2)
+    z, u = rng.randn(50), rng.randn(50)
+    z0, u0 = z.copy(), u.copy()
+    assert _perceptron_step(z, u, g, 7.0)
+    np.testing.assert_allclose(z, z0 - g)
+    np.testing.assert_allclose(u, u0 - 7.0 * g)
+    assert not _perceptron_step(z, u, np.zeros(50), 1.0)
+    np.testing.assert_allclose(z, z0 - g)
+
+
+def test_thread_map_matches_serial_map_and_does_not_nest():
+    items = list(range(23))
+    assert thread_map(lambda x: x * x, items, 2) == [x * x for x in items]
+    assert thread_map(lambda x: x + 1, iter(items), 1) == [x + 1 for x in items]
+
+    def inner(x):
+        # runs in a pool thread: a nested map must run serially, not deadlock
+        return (threading.current_thread().name, thread_map(lambda v: v, [x, x], 2))
+
+    out = thread_map(inner, items, 2)
+    assert all(name.startswith("structlearn-") for name, _ in out)
+    assert [r for _, r in out] == [[x, x] for x in items]
