@@ -1,13 +1,15 @@
 """structlearn: structured prediction with linear models, scikit-learn style.
 
 Estimators: :class:`LabelRanker`, :class:`OrdinalRegressor`,
-:class:`MultiLabelClassifier`, :class:`SequenceTagger`.  Losses live in :mod:`structlearn.losses`,
+:class:`MultiLabelClassifier`, :class:`SequenceTagger`, :class:`DependencyParser`.
+Losses live in :mod:`structlearn.losses`,
 output structures in :mod:`structlearn.structures`.
 """
 
 __version__ = "0.1.0.dev0"
 
 from .estimators import (  # noqa: E402
+    DependencyParser,
     LabelRanker,
     MultiLabelClassifier,
     OrdinalRegressor,
@@ -15,4 +17,4 @@ from .estimators import (  # noqa: E402
 )
 
 __all__ = ["LabelRanker", "OrdinalRegressor", "MultiLabelClassifier", "SequenceTagger",
-           "__version__"]
+           "DependencyParser", "__version__"]

@@ -11,7 +11,9 @@ in the package:
 * multilabel: syntactic constructions of UD English EWT sentences from their
   words (TF-IDF), Hamming loss on the provided test split;
 * sequence tagging: universal POS tags of the bundled UD English EWT slice
-  (1,000 training / 300 test sentences), token accuracy.
+  (1,000 training / 300 test sentences), token accuracy;
+* dependency parsing: the heads of the same slice (gold POS), unlabelled
+  attachment score against the attach-to-the-left-neighbour baseline.
 """
 
 import argparse
@@ -28,15 +30,17 @@ from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from . import LabelRanker, MultiLabelClassifier, OrdinalRegressor, SequenceTagger
+from . import (DependencyParser, LabelRanker, MultiLabelClassifier, OrdinalRegressor,
+               SequenceTagger)
 from .datasets import (
+    load_ewt,
     load_ewt_constructions,
     load_ewt_pos,
     load_label_ranking,
     load_wine_quality,
 )
 from .losses import Projection
-from .metrics import hamming_loss, kendall_tau, mean_absolute_error, token_accuracy
+from .metrics import hamming_loss, kendall_tau, mean_absolute_error, token_accuracy, uas
 
 
 def _ranks_from_scores(S):
@@ -147,6 +151,22 @@ def tagging_rows(quick):
     return rows
 
 
+def parsing_rows(quick):
+    train, test = load_ewt("train"), load_ewt("test")
+    Xtr, ytr = [s.tokens for s in train], [s.heads for s in train]
+    Xte, yte = [s.tokens for s in test], [s.heads for s in test]
+    rows = [("parsing", "ewt-heads", "left neighbour", "UAS",
+             uas(yte, [list(range(len(h))) for h in yte]), 0.0)]
+    # (SparseMAP training of a parser takes minutes here: see docs/parsing.rst)
+    losses = ["perceptron", "crf"] if quick else ["perceptron", "crf", "hinge"]
+    for loss in losses:
+        model = DependencyParser(loss=loss, alpha=1e-3, random_state=0,
+                                 max_iter=10 if loss in ("perceptron", "hinge") else 100)
+        t = _timed_fit(model, Xtr, ytr)
+        rows.append(("parsing", "ewt-heads", loss, "UAS", model.score(Xte, yte), t))
+    return rows
+
+
 def format_table(rows):
     header = ("task", "data", "model / loss", "metric", "value", "fit time (s)")
     cells = [header] + [(a, b, c, d, f"{v:.4f}", f"{t:.2f}") for a, b, c, d, v, t in rows]
@@ -164,11 +184,11 @@ def main(argv=None):
         prog="python -m structlearn.demo",
         description="Fit structlearn's estimators with several losses on bundled real "
                     "data and print a comparison table (higher Kendall tau and token "
-                    "accuracy are better; lower MAE and Hamming loss are better).")
+                    "accuracy and UAS are better; lower MAE and Hamming loss are better).")
     parser.add_argument("--quick", action="store_true",
                         help="fewer data sets and losses (about 20 s)")
     parser.add_argument("--task", choices=["ranking", "ordinal", "multilabel", "tagging",
-                                           "all"],
+                                           "parsing", "all"],
                         default="all", help="run one task only")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
@@ -181,6 +201,8 @@ def main(argv=None):
         rows += multilabel_rows(args.quick)
     if args.task in ("tagging", "all"):
         rows += tagging_rows(args.quick)
+    if args.task in ("parsing", "all"):
+        rows += parsing_rows(args.quick)
     print(format_table(rows))
     print(f"\ntotal {time.perf_counter() - t0:.1f}s (includes one-off Numba compilation "
           f"on the first run; later runs use the on-disk cache)")

@@ -79,7 +79,9 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import murmurhash3_32
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["TokenVectorizer"]
+from .kernels.arcs import TEMPLATES, arc_feature_ids, build_table, gold_arc_keys, template_names
+
+__all__ = ["ArcVectorizer", "TokenVectorizer"]
 
 _INF = float("inf")
 #: inner-table key of the numeric / boolean feature named exactly like its
@@ -691,3 +693,161 @@ class TokenVectorizer(BaseEstimator):
         """Names of the output columns (see ``feature_names_out_``)."""
         check_is_fitted(self, "templates_")
         return self.feature_names_out_.copy()
+
+
+# ---------------------------------------------------------------- parsing
+def _sentence_tokens(sent, i):
+    """The token dicts of a sentence (a list of dicts or a ConlluSentence)."""
+    toks = getattr(sent, "tokens", sent)
+    if isinstance(toks, (str, bytes)) or not hasattr(toks, "__len__"):
+        raise ValueError(f"sentence {i} must be a list of token dicts or a "
+                         f"ConlluSentence, got {type(sent).__name__}.")
+    return toks
+
+
+def _feats_string(feats):
+    """Canonical string of a token's morphological features: a CoNLL-U
+    FEATS dict (as :func:`structlearn.datasets.read_conllu` gives) or
+    string, ``"_"`` when missing."""
+    if feats is None:
+        return "_"
+    if isinstance(feats, Mapping):
+        return "|".join(f"{k}={v}" for k, v in sorted(feats.items())) or "_"
+    return str(feats)
+
+
+def sentence_attributes(X, vocabularies=None, prefix_length=5):
+    """Token attribute strings of sentences: one list per attribute of
+    :data:`structlearn.kernels.arcs.ATTRIBUTES` (form lower-cased, lemma,
+    UPOS, XPOS, form prefix, FEATS), plus word offsets.
+
+    A token is a dict with at least ``"form"``; missing ``lemma``, ``upos``,
+    ``xpos``, ``feats`` (or None, CoNLL-U's ``_``) read as ``"_"``.
+    """
+    cols = ([], [], [], [], [], [])
+    word_off = [0]
+    for i, sent in enumerate(X):
+        toks = _sentence_tokens(sent, i)
+        if len(toks) == 0:
+            raise ValueError(f"sentence {i} is empty; a dependency tree needs at least "
+                             f"one word.")
+        for t, tok in enumerate(toks):
+            if not isinstance(tok, Mapping):
+                raise ValueError(f"sentence {i}, word {t + 1}: expected a token dict with "
+                                 f"a 'form', got {_describe(tok)}.")
+            form = tok.get("form")
+            if not isinstance(form, str):
+                raise ValueError(f"sentence {i}, word {t + 1}: the token needs a str "
+                                 f"'form', got {form!r}.")
+            low = form.lower()
+            cols[0].append(low)
+            for c, key in ((1, "lemma"), (2, "upos"), (3, "xpos")):
+                v = tok.get(key)
+                cols[c].append("_" if v is None else str(v))
+            cols[4].append(low[:prefix_length])
+            cols[5].append(_feats_string(tok.get("feats")))
+        word_off.append(len(cols[0]))
+    return cols, np.asarray(word_off, dtype=np.int64)
+
+
+class ArcVectorizer(BaseEstimator):
+    """First-order arc features of dependency parsing (McDonald et al. 2005).
+
+    For an arc ``h -> m``: head and modifier form (lower-cased), lemma,
+    UPOS, XPOS and 5-character prefix and their conjunctions, the UPOS of
+    each word between them, and the UPOS of their neighbours; every template
+    also conjoined with the arc's direction and binned distance (see
+    :mod:`structlearn.kernels.arcs` for the list).  Features are never
+    materialised as strings: tokens become rows of attribute ids and arc
+    features 64-bit hashes, looked up in a table of the features of the
+    *gold* arcs of the training data (as MSTParser builds its feature set);
+    features of other arcs that are not in it are ignored.
+
+    Parameters
+    ----------
+    min_freq : int, default=1
+        Keep features seen on at least this many gold arcs.
+    prefix_length : int, default=5
+
+    Attributes
+    ----------
+    vocabularies_ : list of dict
+        Attribute value -> id (ids from 3; 0 outside the sentence, 1
+        unknown, 2 root), one dict per attribute.
+    n_features_ : int
+    templates_ : ndarray of int16 (n_features_,)
+        Template index of every feature column.
+    template_names_ : list of str
+    """
+
+    def __init__(self, min_freq=1, prefix_length=5):
+        self.min_freq = min_freq
+        self.prefix_length = prefix_length
+
+    def _check_params(self):
+        for name in ("min_freq", "prefix_length"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {v!r}.")
+
+    def _ids(self, cols, vocabularies):
+        A = np.empty((len(cols[0]), len(cols)), dtype=np.int32)
+        for c, (values, vocab) in enumerate(zip(cols, vocabularies)):
+            get = vocab.get
+            A[:, c] = np.fromiter((get(v, 1) for v in values), dtype=np.int32,
+                                  count=len(values))
+        return A
+
+    def fit(self, X, heads):
+        """Learn attribute vocabularies and the feature table.
+
+        Parameters
+        ----------
+        X : list of sentences (lists of token dicts, or ConlluSentence)
+        heads : list of head arrays (validated trees, 1-based, 0 = root)
+        """
+        self._check_params()
+        cols, word_off = sentence_attributes(X, prefix_length=self.prefix_length)
+        vocabularies = []
+        for values in cols:
+            vocab = {}
+            for v in values:
+                if v not in vocab:
+                    vocab[v] = len(vocab) + 3
+            vocabularies.append(vocab)
+        A = self._ids(cols, vocabularies)
+        flat_heads = np.concatenate([np.asarray(h, dtype=np.int64) for h in heads])
+        if len(flat_heads) != word_off[-1]:
+            raise ValueError(f"heads have {len(flat_heads)} entries in total but the "
+                             f"sentences have {word_off[-1]} words.")
+        keys, tmpl = gold_arc_keys(A, word_off, flat_heads, TEMPLATES)
+        order = np.argsort(keys, kind="stable")
+        keys, tmpl = keys[order], tmpl[order]
+        del order
+        first = np.concatenate(([True], keys[1:] != keys[:-1]))
+        starts = np.flatnonzero(first)
+        counts = np.diff(np.append(starts, len(keys)))
+        keep = counts >= self.min_freq
+        if not keep.any():
+            raise ValueError(f"no arc feature occurs on at least min_freq="
+                             f"{self.min_freq} gold arcs; lower min_freq.")
+        uniq = keys[starts[keep]]
+        self.templates_ = tmpl[starts[keep]].astype(np.int16)
+        del keys, tmpl
+        capacity = 1 << int(np.ceil(np.log2(max(16, 2 * len(uniq)))))
+        self._table = build_table(uniq, capacity)
+        self.vocabularies_ = vocabularies
+        self.n_features_ = len(uniq)
+        self.template_names_ = template_names()
+        return self
+
+    def transform(self, X):
+        """Token attribute ids ``A`` (n_words, 5) int32 and word offsets."""
+        check_is_fitted(self, "vocabularies_")
+        cols, word_off = sentence_attributes(X, prefix_length=self.prefix_length)
+        return self._ids(cols, self.vocabularies_), word_off
+
+    def arc_features(self, A, word_off, a, b):
+        """``(indptr, ids)`` of every arc of sentences ``a..b-1`` (see
+        :func:`structlearn.kernels.arcs.arc_feature_ids`)."""
+        return arc_feature_ids(A, word_off, a, b, TEMPLATES, *self._table)

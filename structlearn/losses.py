@@ -211,8 +211,9 @@ class CRF(Loss):
     """Conditional random field loss ``log Z(theta) - s(y)`` (Lafferty et al. 2001).
 
     Needs marginal inference: available on the unit cube, the knapsack
-    polytope and the order simplex; a ValueError on the permutahedron and
-    Birkhoff polytope (#P-hard).
+    polytope, the order simplex, chains (forward-backward) and trees
+    (matrix-tree theorem / inside-outside); a ValueError on the
+    permutahedron and Birkhoff polytope (#P-hard).
     """
 
     smooth = True
@@ -283,7 +284,8 @@ class Projection(Loss):
     ----------
     set : str, default='marginal'
         'marginal' (the structure's marginal polytope, the best choice) or a
-        cheaper superset the structure offers ('cube', 'row-stochastic').
+        cheaper superset the structure offers ('cube', 'row-stochastic',
+        'simplex' for trees: head selection).
     geometry : {'euclidean', 'kl'}, default='euclidean'
     """
 

@@ -267,10 +267,10 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
     when the objective decreased by less than ``tol`` (relative) over the
     last ``period`` iterations -- CRFsuite's ``delta``/``period`` rule,
     suited to large sparse models whose gradient norm decreases slowly.
-    ``history`` is the number of correction pairs kept (memory
-    ``2 * history * n_params`` floats).  A correction pair with ``s^T y <=
-    0`` (numerically) is skipped, so the approximation stays positive
-    definite.
+    ``history`` is the number of correction pairs kept, in single
+    precision (memory ``2 * history * n_params`` float32).  A correction
+    pair with ``s^T y <= 0`` (numerically) is skipped, so the approximation
+    stays positive definite.
 
     Returns
     -------
@@ -293,8 +293,12 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
     z = np.array(z0, dtype=np.float64)
     f, g = fun(z)
     m = max(1, int(history))
-    S = np.empty((m, len(z)))
-    Y = np.empty((m, len(z)))
+    # correction pairs in single precision: half the memory of the history
+    # (2 * history * n_params floats, the solver's largest array); their
+    # curvatures are computed from the stored (rounded) pairs, so the
+    # implicit inverse Hessian is the BFGS matrix of exactly those pairs
+    S = np.empty((m, len(z)), dtype=np.float32)
+    Y = np.empty((m, len(z)), dtype=np.float32)
     rho = np.empty(m)
     order = []  # rows of S, Y in use, oldest first
     gamma = 1.0
@@ -326,15 +330,20 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
             break
         s = a * d
         z += s
-        yv = g_new - g
-        sy = float(s @ yv)
-        if sy > 1e-10 * float(yv @ yv):
+        s32 = s.astype(np.float32)
+        y32 = (g_new - g).astype(np.float32)
+        y64 = y32.astype(np.float64)
+        sy = float(y64 @ s32)
+        yy = float(y64 @ y64)
+        del y64
+        if sy > 1e-10 * yy and np.isfinite(sy) and np.isfinite(yy):
             r = order.pop(0) if len(order) == m else len(order)
-            S[r] = s
-            Y[r] = yv
+            S[r] = s32
+            Y[r] = y32
             rho[r] = 1.0 / sy
             order.append(r)
-            gamma = sy / float(yv @ yv)
+            gamma = sy / yy
+        del s32, y32
         f_old, f, g = f, f_new, g_new
         trace.append(f)
         if verbose:

@@ -8,18 +8,22 @@ from structlearn import demo
 def test_demo_quick_prints_a_comparison_table(capsys):
     assert demo.main(["--quick"]) == 0
     out = capsys.readouterr().out
-    for text in ["label ranking", "ordinal", "multilabel", "tagging", "Kendall tau", "MAE",
-                 "Hamming loss", "token accuracy", "projection", "crf", "perceptron",
-                 "fit time"]:
+    for text in ["label ranking", "ordinal", "multilabel", "tagging", "parsing", "Kendall tau",
+                 "MAE", "Hamming loss", "token accuracy", "UAS", "projection", "crf",
+                 "perceptron", "fit time"]:
         assert text in out
     # every row of the table carries a finite metric value
     rows = [line.split() for line in out.splitlines()
-            if line.startswith(("label ranking", "ordinal", "multilabel", "tagging"))]
-    assert len(rows) >= 13
+            if line.startswith(("label ranking", "ordinal", "multilabel", "tagging",
+                                 "parsing"))]
+    assert len(rows) >= 16
     tagging = {r[2]: float(r[-2]) for r in rows if r[0] == "tagging"}
     # the structured taggers beat the most-frequent-tag baseline by far
     assert tagging["crf"] > tagging["most"] + 0.05
     assert tagging["perceptron"] > tagging["most"] + 0.05
+    parsing = {r[2]: float(r[-2]) for r in rows if r[0] == "parsing"}
+    assert parsing["crf"] > parsing["left"] + 0.5
+    assert parsing["perceptron"] > parsing["left"] + 0.5
     for r in rows:
         float(r[-2])
 

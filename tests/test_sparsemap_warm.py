@@ -10,15 +10,29 @@ import structlearn.estimators.sequence as seqmod
 from structlearn import SequenceTagger
 from structlearn.estimators.sequence import ChainProblem
 from structlearn.feature_extraction import TokenVectorizer
-from structlearn.kernels.chain import chain_active_set_warm, chain_map, encode_batch
+from structlearn.kernels.chain import chain_encode_codes, chain_map, encode_batch
 from structlearn.kernels.linear import chain_part_offsets
 from structlearn.kernels.sparsemap import (
     sparsemap_active_set,
     sparsemap_active_set_ragged,
     sparsemap_active_set_warm,
+    sparsemap_active_set_warm_ragged,
 )
 from structlearn.losses import Projection, SparseMAP
-from structlearn.structures.chain import Chain, ChainSupportCache
+from structlearn.structures.base import SupportCache
+from structlearn.structures.chain import Chain
+
+
+def chain_active_set_warm(theta, part_off, tok_off, nu, K, oracle, max_iter, tol, *start):
+    """The generic warm ragged kernel on a chain batch (supports as tags)."""
+    lengths = np.diff(tok_off)
+    params = np.empty(2 * len(lengths))
+    params[0::2], params[1::2] = lengths, K
+    params_off = np.arange(0, 2 * len(lengths) + 1, 2, dtype=np.int64)
+    return sparsemap_active_set_warm_ragged(
+        theta, part_off, nu, oracle, chain_encode_codes, params, params_off,
+        lengths.astype(np.int64), np.full(len(lengths), K, dtype=np.int64), max_iter, tol,
+        *start)
 
 
 def random_batch(seed, n=12, k=4, max_len=7, scale=1.0):
@@ -154,7 +168,7 @@ def test_chain_warm_cache_gives_the_cold_solution(kind):
             return s.sparsemap(theta)
         return s.project(theta, "chain", "euclidean")
 
-    st.warm_cache = ChainSupportCache()
+    st.warm_cache = SupportCache()
     thetas = [rng.randn(st.n_parts), 10 * rng.randn(st.n_parts), 0.05 * rng.randn(st.n_parts)]
     thetas.append(thetas[0] + 1e-3 * rng.randn(st.n_parts))
     thetas.append(thetas[0])
@@ -178,7 +192,7 @@ def test_chain_warm_cache_gives_the_cold_solution(kind):
 
 def test_chain_cache_holds_the_kernel_supports_and_wrong_batch_is_ignored():
     st, rng = random_batch(5, n=6, k=3)
-    st.warm_cache = ChainSupportCache()
+    st.warm_cache = SupportCache()
     theta = rng.randn(st.n_parts)
     st.sparsemap(theta)
     tags, w, sup_off = st.warm_cache.entries["sparsemap"]
@@ -208,7 +222,7 @@ def test_losses_with_a_warm_cache_match_cold(loss):
     st, rng = random_batch(7, n=10, k=4)
     y = rng.randint(4, size=st.tok_off[-1])
     cold = Chain(4, st.tok_off)
-    st.warm_cache = ChainSupportCache()
+    st.warm_cache = SupportCache()
     for scale in [1.0, 3.0, 1.0]:
         theta = scale * rng.randn(st.n_parts)
         v_c, g_c = loss.value_and_grad(theta, y, cold)
@@ -236,7 +250,7 @@ def test_chain_problem_second_evaluation_is_warm_and_equal(loss):
     sup_ptr, sup_label = est._make_support(Xtok.tocsr(), flat, 3)
     lossobj = seqmod.get_loss(loss)
     pb = ChainProblem(Xtok, tok_off, flat, 3, sup_ptr, sup_label, lossobj)
-    assert all(isinstance(b.structure.warm_cache, ChainSupportCache) for b in pb.chunks)
+    assert all(isinstance(b.structure.warm_cache, SupportCache) for b in pb.chunks)
     rng = np.random.RandomState(1)
     z = rng.randn(pb.n_params)
     v1, g1 = pb.value_and_grad(z)  # cold (empty caches)
@@ -273,9 +287,30 @@ def test_tagger_fit_with_and_without_cache_gives_the_same_objective(loss, monkey
             return est.fit(X, y)
 
     warm = fit()
-    monkeypatch.setattr(seqmod, "ChainSupportCache", lambda: None)
+    monkeypatch.setattr(seqmod, "SupportCache", lambda: None)
     cold = fit()
     assert warm.n_iter_ == cold.n_iter_
     np.testing.assert_allclose(warm.objective_, cold.objective_, rtol=1e-6)
     np.testing.assert_allclose(warm.coef_.toarray(), cold.coef_.toarray(), atol=1e-5)
     assert warm.predict(X) == cold.predict(X)
+
+
+@pytest.mark.parametrize("single_root, projective", [(True, False), (False, True)])
+def test_tree_warm_cache_gives_the_cold_optimum(single_root, projective):
+    from structlearn.structures import Tree
+
+    rng = np.random.RandomState(0)
+    lengths = rng.randint(1, 7, size=15)
+    wo = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    warm = Tree(wo, single_root=single_root, projective=projective)
+    cold = Tree(wo, single_root=single_root, projective=projective)
+    warm.warm_cache = SupportCache()
+    theta = rng.randn(warm.n_parts)
+    for rep in range(4):
+        theta = theta + 0.3 * rng.randn(warm.n_parts)
+        ref = cold.sparsemap(theta)
+        np.testing.assert_allclose(warm.sparsemap(theta), ref, atol=1e-8)
+        np.testing.assert_allclose(warm.project(theta, set="tree"), ref, atol=1e-8)
+    codes, w, sup_off = warm.warm_cache.get("sparsemap", warm.n)
+    assert len(codes) == np.sum(np.diff(sup_off) * lengths)  # one head per word
+    assert np.all(codes <= np.repeat(lengths, np.diff(sup_off) * lengths))

@@ -3,6 +3,8 @@
 from .multilabel import MultiLabelClassifier
 from .ordinal import OrdinalRegressor
 from .ranking import LabelRanker
+from .parsing import DependencyParser
 from .sequence import SequenceTagger
 
-__all__ = ["LabelRanker", "OrdinalRegressor", "MultiLabelClassifier", "SequenceTagger"]
+__all__ = ["LabelRanker", "OrdinalRegressor", "MultiLabelClassifier", "SequenceTagger",
+           "DependencyParser"]

@@ -19,7 +19,8 @@ from ..kernels.linear import (
 )
 from ..losses import Perceptron, Projection, SparseMAP, get_loss
 from ..solvers import n_workers, sgd, thread_map
-from ..structures.chain import Chain, ChainSupportCache
+from ..structures.base import SupportCache
+from ..structures.chain import Chain
 from ._base import StructuredLinearModel
 
 FEATURE_SUPPORTS = ("observed", "all")
@@ -159,7 +160,7 @@ class ChainProblem:
     of label-bigram features, as in CRFsuite).  A full pass runs over chunks
     of at most ``CHUNK_SEQUENCES`` sequences (bounded memory), in ``n_jobs``
     threads.  With a loss that runs the active-set solver, each chunk's
-    structure carries a :class:`ChainSupportCache`, so that the solves of a
+    structure carries a :class:`SupportCache`, so that the solves of a
     full pass start from the supports found at the previous one.
     """
 
@@ -185,7 +186,7 @@ class ChainProblem:
             # active-set solve starts from the supports of the previous
             # evaluation of the same sentences (mini-batches are not cached).
             for batch in self.chunks:
-                batch.structure.warm_cache = ChainSupportCache()
+                batch.structure.warm_cache = SupportCache()
 
     def unpack(self, z):
         K, S = self.K, self.n_support

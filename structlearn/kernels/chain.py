@@ -47,9 +47,9 @@ not safe to enter from several threads at once).
 """
 
 import numpy as np
-from numba import njit, types
+from numba import njit
 
-from .sparsemap import ORACLE_SIGNATURE, sparsemap_active_set_warm
+from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE
 
 NEG_INF = -np.inf
 
@@ -846,71 +846,10 @@ def chain_block_params(part_off, tok_off, K):
     return params, off
 
 
-#: dtype of the tags of cached support vertices (so ``n_tags <= 32767``)
-SUPPORT_TAG_DTYPE = np.int16
-
-
-@njit(types.Tuple((types.float64[::1], types.int16[::1], types.float64[::1],
-                   types.int64[::1]))(
-          types.float64[::1], types.int64[::1], types.int64[::1], types.int64[::1],
-          types.int64, types.FunctionType(ORACLE_SIGNATURE), types.int64, types.float64,
-          types.int16[::1], types.float64[::1], types.int64[::1]),
-      cache=True, nogil=True)
-def chain_active_set_warm(theta, part_off, tok_off, n_unary, K, oracle, max_iter, tol,
-                          tags0, w0, sup_off0):
-    """Warm-started active set on a chain batch, supports as tag sequences.
-
-    :func:`structlearn.kernels.sparsemap.sparsemap_active_set_warm` on every
-    sequence of the batch, each support vertex stored as its ``L_i`` tags
-    (int16) instead of its vertex vector: sequence ``i`` starts from the ``m_i = sup_off0[i +
-    1] - sup_off0[i]`` tag sequences stored one after another (``m_i L_i``
-    tags, after those of the sequences before it) in ``tags0``, with weights
-    ``w0[sup_off0[i]:sup_off0[i + 1]]``.  Returns ``(mu, tags, weights,
-    sup_off)``: the marginals and the final supports in the same layout.
-    """
-    n = part_off.shape[0] - 1
-    mu = np.zeros(theta.shape[0])
-    sup_off = np.zeros(n + 1, dtype=np.int64)
-    tags = np.zeros(max(16, 4 * tok_off[n]), dtype=np.int16)
-    wout = np.zeros(max(16, 4 * n))
-    params = np.zeros(2)
-    params[1] = K
-    rpos = 0  # read position in tags0
-    opos = 0  # write position in tags
-    for i in range(n):
-        a = part_off[i]
-        b = part_off[i + 1]
-        p = b - a
-        L = tok_off[i + 1] - tok_off[i]
-        params[0] = L
-        s0 = sup_off0[i]
-        m0 = sup_off0[i + 1] - s0
-        V0 = np.zeros((m0, p))
-        for j in range(m0):
-            _add_encoding(tags0, rpos + j * L, L, K, V0[j], 0, 1.0)
-        rpos += m0 * L
-        mi, verts, wts, _ = sparsemap_active_set_warm(theta[a:b].copy(), n_unary[i], oracle,
-                                                      params, max_iter, tol, V0,
-                                                      w0[s0:s0 + m0].copy())
-        mu[a:b] = mi
-        k = wts.shape[0]
-        s = sup_off[i]
-        if s + k > wout.shape[0]:
-            grown = np.zeros(2 * (s + k))
-            grown[:s] = wout[:s]
-            wout = grown
-        if opos + k * L > tags.shape[0]:
-            grown_t = np.zeros(2 * (opos + k * L), dtype=np.int16)
-            grown_t[:opos] = tags[:opos]
-            tags = grown_t
-        for j in range(k):
-            wout[s + j] = wts[j]
-            for t in range(L):
-                best = 0
-                for kk in range(1, K):
-                    if verts[j, t * K + kk] > verts[j, t * K + best]:
-                        best = kk
-                tags[opos + j * L + t] = best
-        opos += k * L
-        sup_off[i + 1] = s + k
-    return mu, tags[:opos].copy(), wout[:sup_off[n]].copy(), sup_off
+@njit(ENCODE_SIGNATURE, cache=True)
+def chain_encode_codes(codes, params, out):
+    """Support decoder inverse of chains (see
+    :func:`structlearn.kernels.sparsemap.sparsemap_active_set_warm_ragged`):
+    the vertex of the tag sequence ``codes``, ``params = [L, K]``."""
+    out[:] = 0.0
+    _add_encoding(codes, 0, int(params[0]), int(params[1]), out, 0, 1.0)

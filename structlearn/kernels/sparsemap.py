@@ -929,3 +929,88 @@ def sparsemap_active_set_ragged(theta, part_off, n_unary, oracle, params_flat, p
         m, _, _, _ = sparsemap_active_set(eta, n_unary[i], oracle, params, max_iter, tol)
         mu[a:b] = m
     return mu
+
+
+#: dtype of the compact codes of cached support vertices: one small int per
+#: row of a vertex's unary block (a tag, a head), so rows of at most 32767
+#: entries.
+SUPPORT_CODE_DTYPE = np.int16
+#: Signature of a support decoder's inverse: ``encode(codes, params, out)``
+#: writes the vertex vector of the structure whose unary rows take the
+#: arguments ``codes`` into ``out`` (which it zeroes first).
+ENCODE_SIGNATURE = types.void(types.int16[::1], types.float64[::1], types.float64[::1])
+
+
+@njit(types.Tuple((types.float64[::1], types.int16[::1], types.float64[::1],
+                   types.int64[::1]))(
+          types.float64[::1], types.int64[::1], types.int64[::1], _ORACLE,
+          types.FunctionType(ENCODE_SIGNATURE), types.float64[::1], types.int64[::1],
+          types.int64[::1], types.int64[::1], types.int64, types.float64,
+          types.int16[::1], types.float64[::1], types.int64[::1]),
+      cache=True, nogil=True)
+def sparsemap_active_set_warm_ragged(theta, part_off, n_unary, oracle, encode, params_flat,
+                                     params_off, n_rows, row_width, max_iter, tol,
+                                     codes0, w0, sup_off0):
+    """Warm-started active set on every structure of a ragged batch.
+
+    :func:`sparsemap_active_set_warm` on structure ``i`` (scores
+    ``theta[part_off[i]:part_off[i + 1]]``, first ``n_unary[i]`` parts
+    penalised, oracle parameters ``params_flat[params_off[i]:params_off[i +
+    1]]``), starting from a support stored compactly: each vertex as
+    ``n_rows[i]`` int16 *codes*, the positions of the ones in the rows of
+    width ``row_width[i]`` of its unary block (a tag per token for chains,
+    a head per word for trees), which ``encode`` turns back into the vertex
+    vector.  Structure ``i`` starts from the ``sup_off0[i + 1] -
+    sup_off0[i]`` vertices stored one after another in ``codes0`` (after
+    those of the structures before it), with weights
+    ``w0[sup_off0[i]:sup_off0[i + 1]]``; an empty support starts from the
+    MAP vertex.  Returns ``(mu, codes, weights, sup_off)``: the marginals
+    (flat, as ``theta``) and the final supports in the same layout.
+    """
+    n = part_off.shape[0] - 1
+    mu = np.zeros(theta.shape[0])
+    sup_off = np.zeros(n + 1, dtype=np.int64)
+    total_rows = 0
+    for i in range(n):
+        total_rows += n_rows[i]
+    codes = np.zeros(max(16, 4 * total_rows), dtype=np.int16)
+    wout = np.zeros(max(16, 4 * n))
+    rpos = 0  # read position in codes0
+    opos = 0  # write position in codes
+    for i in range(n):
+        a = part_off[i]
+        p = part_off[i + 1] - a
+        R = n_rows[i]
+        W = row_width[i]
+        params = params_flat[params_off[i]:params_off[i + 1]].copy()
+        s0 = sup_off0[i]
+        m0 = sup_off0[i + 1] - s0
+        V0 = np.zeros((m0, p))
+        for j in range(m0):
+            encode(codes0[rpos + j * R:rpos + (j + 1) * R], params, V0[j])
+        rpos += m0 * R
+        mi, verts, wts, _ = sparsemap_active_set_warm(theta[a:a + p].copy(), n_unary[i],
+                                                      oracle, params, max_iter, tol, V0,
+                                                      w0[s0:s0 + m0].copy())
+        mu[a:a + p] = mi
+        k = wts.shape[0]
+        s = sup_off[i]
+        if s + k > wout.shape[0]:
+            grown = np.zeros(2 * (s + k))
+            grown[:s] = wout[:s]
+            wout = grown
+        if opos + k * R > codes.shape[0]:
+            grown_c = np.zeros(2 * (opos + k * R), dtype=np.int16)
+            grown_c[:opos] = codes[:opos]
+            codes = grown_c
+        for j in range(k):
+            wout[s + j] = wts[j]
+            for t in range(R):
+                best = 0
+                for c in range(1, W):
+                    if verts[j, t * W + c] > verts[j, t * W + best]:
+                        best = c
+                codes[opos + j * R + t] = best
+        opos += k * R
+        sup_off[i + 1] = s + k
+    return mu, codes[:opos].copy(), wout[:sup_off[n]].copy(), sup_off

@@ -5,6 +5,7 @@ from .chain import Chain
 from .cube import Knapsack, UnitCube
 from .order import OrderSimplex
 from .ranking import Birkhoff, Permutahedron
+from .tree import Tree
 
 __all__ = ["Structure", "IntractableError", "UnitCube", "Knapsack",
-           "OrderSimplex", "Permutahedron", "Birkhoff", "Chain"]
+           "OrderSimplex", "Permutahedron", "Birkhoff", "Chain", "Tree"]

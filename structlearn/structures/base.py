@@ -15,9 +15,12 @@ structure at once.
 import numpy as np
 
 from ..kernels.sparsemap import (
+    SUPPORT_CODE_DTYPE,
     VARIANTS,
     sparsemap_active_set,
     sparsemap_active_set_batch,
+    sparsemap_active_set_ragged,
+    sparsemap_active_set_warm_ragged,
     sparsemap_conditional_gradient,
 )
 
@@ -28,6 +31,71 @@ MAP_LOSSES = ("perceptron", "hinge", "hinge-approx-slack", "poslearn",
 
 class IntractableError(ValueError):
     """Raised when a structure cannot provide an oracle a loss needs."""
+
+
+class SupportCache:
+    """Warm-start cache of the active-set solver for one ragged batch.
+
+    Holds, per variant of the problem (e.g. ``'sparsemap'``: unary parts
+    penalised; ``'projection'``: every part penalised), the support of the
+    last solve of every structure of the batch: the vertices as compact
+    int16 *codes* (one per row of the vertex's unary block: a tag per token
+    of a chain, a head per word of a tree, flat), their weights and the
+    per-structure vertex offsets.  The next solve of the same batch (e.g.
+    the next L-BFGS evaluation, with nearby scores) starts from it instead
+    of from the MAP vertex; the solution is the same optimum.  A cache
+    belongs to one batch (its order and sizes) and must not be shared
+    between threads.
+    """
+
+    def __init__(self):
+        self.entries = {}
+
+    def get(self, key, n):
+        entry = self.entries.get(key)
+        if entry is None or len(entry[2]) != n + 1:
+            return None
+        return entry
+
+    def put(self, key, codes, weights, sup_off):
+        self.entries[key] = (codes, weights, sup_off)
+
+    def clear(self):
+        self.entries.clear()
+
+    @property
+    def nbytes(self):
+        return sum(a.nbytes for e in self.entries.values() for a in e)
+
+
+def ragged_active_set(theta, part_off, n_unary, oracle, params, params_off, max_iter, tol,
+                      cache=None, key=None, encode=None, n_rows=None, row_width=None):
+    """Active-set SparseMAP on every structure of a ragged batch.
+
+    Without a ``cache`` (a :class:`SupportCache`), every solve starts cold
+    from the MAP vertex.  With one, each solve starts from the support
+    stored under ``key`` at the previous call and stores its own, as int16
+    codes: ``n_rows[i]`` rows of width ``row_width[i]`` in structure ``i``'s
+    unary block, turned back into vertices by ``encode`` (see
+    :func:`structlearn.kernels.sparsemap.sparsemap_active_set_warm_ragged`).
+    A batch whose rows are wider than int16 codes allow is solved cold.
+    """
+    n = len(part_off) - 1
+    if cache is not None and n and int(np.max(row_width)) > np.iinfo(SUPPORT_CODE_DTYPE).max:
+        cache = None
+    if cache is None:
+        return sparsemap_active_set_ragged(theta, part_off, n_unary, oracle, params,
+                                           params_off, int(max_iter), float(tol))
+    entry = cache.get(key, n)
+    if entry is None:
+        entry = (np.zeros(0, dtype=SUPPORT_CODE_DTYPE), np.zeros(0),
+                 np.zeros(n + 1, dtype=np.int64))
+    mu, codes, w, sup_off = sparsemap_active_set_warm_ragged(
+        theta, part_off, n_unary, oracle, encode, params, params_off,
+        np.ascontiguousarray(n_rows, dtype=np.int64),
+        np.ascontiguousarray(row_width, dtype=np.int64), int(max_iter), float(tol), *entry)
+    cache.put(key, codes, w, sup_off)
+    return mu
 
 
 class Structure:

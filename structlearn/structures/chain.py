@@ -3,8 +3,7 @@
 import numpy as np
 
 from ..kernels.chain import (
-    SUPPORT_TAG_DTYPE,
-    chain_active_set_warm,
+    chain_encode_codes,
     chain_map,
     encode_batch,
     forward_backward_batch,
@@ -23,44 +22,9 @@ from ..kernels.linear import (
 from ..kernels.sparsemap import (
     VARIANTS,
     sparsemap_active_set,
-    sparsemap_active_set_ragged,
     sparsemap_conditional_gradient,
 )
-from .base import Structure
-
-class ChainSupportCache:
-    """Warm-start cache of the active-set solver for one :class:`Chain` batch.
-
-    Holds, per variant of the problem (``'sparsemap'``: unary parts
-    penalised; ``'projection'``: every part penalised), the support of the
-    last solve of every sequence of the batch: the vertices as **tag
-    sequences** (int16, ``L_i`` tags per vertex, flat),
-    their weights and the per-sequence vertex offsets.  The next solve of
-    the same batch (e.g. the next L-BFGS evaluation, with nearby scores)
-    starts from it instead of from the MAP vertex; the solution is the same
-    optimum.  A cache belongs to one batch (its sequence order and lengths)
-    and must not be shared between threads.
-    """
-
-    def __init__(self):
-        self.entries = {}
-
-    def get(self, key, n):
-        entry = self.entries.get(key)
-        if entry is None or len(entry[2]) != n + 1:
-            return None
-        return entry
-
-    def put(self, key, tags, weights, sup_off):
-        self.entries[key] = (tags, weights, sup_off)
-
-    def clear(self):
-        self.entries.clear()
-
-    @property
-    def nbytes(self):
-        return sum(a.nbytes for e in self.entries.values() for a in e)
-
+from .base import Structure, ragged_active_set
 
 class Chain(Structure):
     """A batch of linear chains over ``n_tags`` tags.
@@ -114,10 +78,10 @@ class Chain(Structure):
         self.n_parts = int(self.part_off[-1])
         self.block_sizes = np.diff(self.part_off)
         self._mask = None
-        #: Optional :class:`ChainSupportCache`: when set, every active-set
-        #: solve of this batch (``sparsemap``, projection onto the chain
-        #: polytope) starts from the supports of the previous one and
-        #: stores its own.
+        #: Optional :class:`~structlearn.structures.base.SupportCache`: when
+        #: set, every active-set solve of this batch (``sparsemap``,
+        #: projection onto the chain polytope) starts from the supports of
+        #: the previous one and stores its own.
         self.warm_cache = None
 
     # ------------------------------------------------------------- layout
@@ -244,31 +208,19 @@ class Chain(Structure):
 
     def encode_supports(self, tags, sup_off):
         """Flat vertex vectors of supports given as tag sequences (as stored
-        in a :class:`ChainSupportCache`)."""
+        in a :class:`SupportCache`)."""
         vtok_off, vpart_off = self._support_layout(sup_off)
         return encode_batch(np.ascontiguousarray(tags, dtype=np.int64), vpart_off,
                             vtok_off, self.n_tags)
 
     def _active_set(self, theta, n_unary, max_iter=1000, tol=1e-9, key=None):
         params, params_off = self._oracle_params_batch()
-        theta = self._theta(theta)
-        n_unary = np.ascontiguousarray(n_unary, dtype=np.int64)
-        cache = self.warm_cache if key is not None else None
-        if self.n_tags > np.iinfo(SUPPORT_TAG_DTYPE).max:
-            cache = None  # tags would not fit the cache's dtype: solve cold
-        if cache is None:
-            return sparsemap_active_set_ragged(
-                theta, self.part_off, n_unary, chain_map, params, params_off,
-                int(max_iter), float(tol))
-        entry = cache.get(key, self.n)
-        if entry is None:
-            entry = (np.zeros(0, dtype=SUPPORT_TAG_DTYPE), np.zeros(0),
-                     np.zeros(self.n + 1, dtype=np.int64))
-        mu, tags, w, sup_off = chain_active_set_warm(
-            theta, self.part_off, self.tok_off, n_unary, self.n_tags, chain_map,
-            int(max_iter), float(tol), *entry)
-        cache.put(key, tags, w, sup_off)
-        return mu
+        return ragged_active_set(
+            self._theta(theta), self.part_off, np.ascontiguousarray(n_unary, dtype=np.int64),
+            chain_map, params, params_off, max_iter, tol,
+            cache=self.warm_cache if key is not None else None, key=key,
+            encode=chain_encode_codes, n_rows=self.lengths,
+            row_width=np.full(self.n, self.n_tags, dtype=np.int64))
 
     def sparsemap(self, theta, max_iter=1000, tol=1e-9):
         """SparseMAP marginals of every sequence (active set, Viterbi oracle).

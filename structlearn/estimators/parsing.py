@@ -1,0 +1,383 @@
+"""Dependency parsing: first-order arc-factored models with any structured loss."""
+
+import numbers
+import time
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ..feature_extraction import ArcVectorizer
+from ..kernels.arcs import arc_grad, arc_scores
+from ..kernels.tree import tree_arc_offsets, validate_heads
+from ..losses import Perceptron, SparseMAP, get_loss
+from ..metrics import uas
+from ..solvers import n_workers, sgd, thread_map
+from ..structures.base import SupportCache
+from ..structures.tree import Tree
+from ._base import StructuredLinearModel
+
+#: Sentences per chunk of a full pass.
+CHUNK_SENTENCES = 256
+
+
+def _uses_active_set(loss):
+    return isinstance(loss, SparseMAP) or getattr(loss, "set", None) == "tree"
+
+
+class _ArcCache:
+    """Feature ids of every arc of a list of sentences, computed once.
+
+    The sentences are split into chunks of :data:`CHUNK_SENTENCES`; chunk
+    ``c`` holds ``(indptr, ids)`` for its arcs (tree layout, local offsets).
+    Memory: 4 bytes per (arc, known feature) pair.
+    """
+
+    def __init__(self, vectorizer, A, word_off, n_threads):
+        self.word_off = word_off
+        n = len(word_off) - 1
+        self.bounds = np.arange(0, n + CHUNK_SENTENCES, CHUNK_SENTENCES).clip(max=n)
+        self.bounds = np.unique(self.bounds)
+        ranges = list(zip(self.bounds[:-1], self.bounds[1:]))
+        self.chunks = thread_map(lambda ab: vectorizer.arc_features(A, word_off, *ab),
+                                 ranges, n_threads)
+        self.ranges = ranges
+        self.arc_off = tree_arc_offsets(word_off)
+
+    @property
+    def nbytes(self):
+        return sum(p.nbytes + i.nbytes for p, i in self.chunks)
+
+    def locate(self, i):
+        """Chunk of sentence ``i`` and the local range of its arcs."""
+        c = int(np.searchsorted(self.bounds, i, side="right") - 1)
+        a = self.ranges[c][0]
+        base = self.arc_off[a]
+        return c, self.arc_off[i] - base, self.arc_off[i + 1] - base
+
+    def scores(self, w, c):
+        indptr, ids = self.chunks[c]
+        return arc_scores(indptr, ids, w)
+
+    def grad(self, G, c, g):
+        indptr, ids = self.chunks[c]
+        arc_grad(indptr, ids, G, g)
+
+
+class ParserProblem:
+    """Training problem of an arc-factored parser (see :mod:`structlearn.solvers`).
+
+    ``z`` are the weights of the arc features (all penalised).  A full pass
+    runs over the chunks of :class:`_ArcCache`, in ``n_jobs`` threads, each
+    with its own gradient.
+    """
+
+    def __init__(self, cache, heads, loss, single_root, projective, n_features,
+                 n_jobs=None):
+        self.cache = cache
+        self.heads = np.ascontiguousarray(heads, dtype=np.int64)
+        self.loss = loss
+        self.single_root, self.projective = single_root, projective
+        self.word_off = cache.word_off
+        self.n_samples = len(self.word_off) - 1
+        self.n_params = int(n_features)
+        self.penalized = np.ones(self.n_params, dtype=bool)
+        self.n_threads = n_workers(n_jobs, len(cache.chunks))
+        self.structures = [self._structure(a, b) for a, b in cache.ranges]
+        if _uses_active_set(loss):
+            # the chunks' structures persist across evaluations of full
+            # passes: each active-set solve starts from the supports of the
+            # previous evaluation (mini-batches are not cached)
+            for st in self.structures:
+                st.warm_cache = SupportCache()
+
+    def _structure(self, a, b):
+        wo = self.word_off[a:b + 1] - self.word_off[a]
+        return Tree(wo, single_root=self.single_root, projective=self.projective)
+
+    def _chunk_value_and_grad(self, z, c, g):
+        a, b = self.cache.ranges[c]
+        theta = self.cache.scores(z, c)
+        st = self.structures[c]
+        y = self.heads[self.word_off[a]:self.word_off[b]]
+        vals, G = self.loss.value_and_grad(theta, y, st)
+        self.cache.grad(np.ascontiguousarray(G, dtype=np.float64), c, g)
+        return vals
+
+    def _group(self, z, chunks):
+        g = np.zeros(self.n_params)
+        vals = [self._chunk_value_and_grad(z, c, g) for c in chunks]
+        return np.concatenate(vals), g
+
+    def sq_norms(self):
+        """Per sentence, the squared norm of its gold tree's feature vector
+        (binary features: their count over the gold arcs) plus 1."""
+        out = np.empty(self.n_samples)
+        wo, arc_off = self.word_off, self.cache.arc_off
+        for c, (a, b) in enumerate(self.cache.ranges):
+            counts = np.diff(self.cache.chunks[c][0])
+            sent = np.repeat(np.arange(a, b), np.diff(wo[a:b + 1]))
+            n = wo[sent + 1] - wo[sent]
+            m = np.arange(wo[a], wo[b]) - wo[sent] + 1
+            arc = arc_off[sent] - arc_off[a] + (m - 1) * (n + 1) + self.heads[wo[a]:wo[b]]
+            out[a:b] = np.bincount(sent - a, weights=counts[arc], minlength=b - a) + 1.0
+        return out
+
+    def value_and_grad(self, z, idx=None):
+        if idx is None:
+            n = len(self.cache.chunks)
+            bounds = np.linspace(0, n, self.n_threads + 1).astype(int)
+            res = thread_map(lambda ab: self._group(z, range(ab[0], ab[1])),
+                             zip(bounds[:-1], bounds[1:]), self.n_threads)
+            return np.concatenate([r[0] for r in res]), sum(r[1] for r in res)
+        # a mini-batch of sentences: gather their arcs' scores
+        idx = np.asarray(idx, dtype=np.int64)
+        thetas, parts = [], []
+        for i in idx:
+            c, lo, hi = self.cache.locate(int(i))
+            indptr, ids = self.cache.chunks[c]
+            thetas.append(arc_scores(indptr[lo:hi + 1], ids, z))
+            parts.append((c, lo, hi))
+        lengths = self.word_off[idx + 1] - self.word_off[idx]
+        wo = np.concatenate([[0], np.cumsum(lengths)])
+        st = Tree(wo, single_root=self.single_root, projective=self.projective)
+        y = np.concatenate([self.heads[self.word_off[i]:self.word_off[i + 1]] for i in idx])
+        vals, G = self.loss.value_and_grad(np.concatenate(thetas), y, st)
+        G = np.ascontiguousarray(G, dtype=np.float64)
+        g = np.zeros(self.n_params)
+        o = 0
+        for c, lo, hi in parts:
+            indptr, ids = self.cache.chunks[c]
+            arc_grad(indptr[lo:hi + 1], ids, G[o:o + hi - lo], g)
+            o += hi - lo
+        return vals, g
+
+
+def _check_heads_input(X, y, single_root):
+    """Validated flat heads and word offsets of (X, y)."""
+    if y is None:
+        raise ValueError("DependencyParser requires y (a list of head arrays), got None.")
+    if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
+        raise ValueError(f"X must be a list of sentences, got {type(X).__name__}.")
+    if not hasattr(y, "__len__") or isinstance(y, (str, bytes)):
+        raise ValueError(f"y must be a list of head arrays, got {type(y).__name__}.")
+    if len(X) != len(y):
+        raise ValueError(f"X has {len(X)} sentences but y has {len(y)} head arrays.")
+    if len(X) == 0:
+        raise ValueError("X is empty: at least one sentence is needed.")
+    for i, (sent, h) in enumerate(zip(X, y)):
+        toks = getattr(sent, "tokens", sent)
+        n = len(toks) if hasattr(toks, "__len__") else None
+        if not hasattr(h, "__len__") or isinstance(h, (str, bytes)):
+            raise ValueError(f"y[{i}] must be an array of heads, got {type(h).__name__}.")
+        if n is not None and n != len(h):
+            raise ValueError(f"sentence {i} has {n} words but its head array has "
+                             f"{len(h)} entries.")
+    heads, word_off = validate_heads(list(y), single_root)
+    return heads, word_off
+
+
+class DependencyParser(StructuredLinearModel):
+    """First-order (arc-factored) dependency parser trained with any structured loss.
+
+    The score of a tree is the sum of its arcs' scores ``<w, f(h, m)>``
+    over the first-order features of McDonald et al. (2005)
+    (:class:`structlearn.feature_extraction.ArcVectorizer`).  Decoding is
+    the maximum spanning arborescence (Chu-Liu-Edmonds) or, with
+    ``projective=True``, Eisner's algorithm; marginals come from the
+    matrix-tree theorem (Koo et al. 2007) or inside-outside.
+
+    Parameters
+    ----------
+    loss : str or Loss, default='crf'
+        'perceptron' (averaged), 'hinge', 'hinge-approx-slack', 'poslearn',
+        'crf', 'sparsemap', 'm-sparsemap', 'projection' (Euclidean projection
+        onto the arborescence polytope, i.e. the SparseMAP solve),
+        'squared', or a loss object such as
+        ``Projection(set='simplex', geometry='kl')`` (the head-selection
+        superset).  'hinge-slack' raises: exact slack-scaled inference has no
+        known polynomial algorithm for trees (Sarawagi & Gupta 2008).
+    alpha : float, default=1e-5
+        L2 penalty of the mean loss, ``alpha/2 ||w||^2``.
+    projective : bool, default=False
+    single_root : bool, default=True
+        Exactly one word attaches to the root (the UD convention).
+    solver, max_iter, tol, decoding, random_state, n_jobs, verbose, warm_start
+        As in :class:`structlearn.SequenceTagger` ('calibrated' decoding:
+        the maximum tree under the loss's arc marginals).
+    min_freq : int, default=1
+        Keep arc features seen on at least this many gold arcs.
+
+    Attributes
+    ----------
+    vectorizer_ : ArcVectorizer
+    coef_ : ndarray (n_features,)
+    n_iter_, objective_, solver_, loss_
+
+    Notes
+    -----
+    X is a list of sentences, each a list of token dicts with at least
+    ``form`` (and ideally ``lemma``, ``upos``, ``xpos``) or a
+    :class:`structlearn.datasets.ConlluSentence`; y is a list of head arrays
+    in the CoNLL-U convention (1-based heads, 0 = the root).  Gold trees are
+    validated (range, cycles, roots).  Training caches the feature ids of
+    every candidate arc (about ``4 * 40`` bytes per arc: ``sum_i n_i^2``
+    arcs), so a pass over the data is two sparse sweeps.
+    """
+
+    _lbfgs_period = 10
+
+    def __init__(self, loss="crf", alpha=1e-5, projective=False, single_root=True,
+                 solver="auto", max_iter=None, tol=None, decoding="map", min_freq=1,
+                 random_state=None, n_jobs=None, verbose=0, warm_start=False):
+        super().__init__(loss=loss, alpha=alpha, fit_intercept=False, solver=solver,
+                         max_iter=max_iter, tol=tol, decoding=decoding,
+                         random_state=random_state, n_jobs=n_jobs, verbose=verbose,
+                         warm_start=warm_start)
+        self.projective = projective
+        self.single_root = single_root
+        self.min_freq = min_freq
+
+    def _check_parser_params(self):
+        for name in ("projective", "single_root"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}.")
+        if isinstance(self.min_freq, bool) or not isinstance(self.min_freq, numbers.Integral) \
+                or self.min_freq < 1:
+            raise ValueError(f"min_freq must be an int >= 1, got {self.min_freq!r}.")
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y):
+        """Fit the parser.
+
+        Parameters
+        ----------
+        X : list of sentences (lists of token dicts, or ConlluSentence)
+        y : list of head arrays (1-based heads, 0 = root)
+
+        Returns
+        -------
+        self
+        """
+        t_start = time.perf_counter()
+        loss = get_loss(self.loss)
+        self._check_parser_params()
+        solver = self._check_params(loss)
+        heads, word_off = _check_heads_input(X, y, self.single_root)
+        loss.check(Tree(np.array([0, 1]), single_root=self.single_root,
+                        projective=self.projective))
+        warm = self.warm_start and hasattr(self, "vectorizer_")
+        if warm:
+            vec = self.vectorizer_
+        else:
+            vec = ArcVectorizer(min_freq=self.min_freq).fit(X, list(y))
+        A, word_off2 = vec.transform(X)
+        if not np.array_equal(word_off, word_off2):  # guarded above; defensive
+            raise ValueError("sentence lengths and head arrays disagree.")
+        n_threads = n_workers(self.n_jobs, len(word_off) - 1)
+        cache = _ArcCache(vec, A, word_off, n_threads)
+        if self.verbose:
+            print(f"[DependencyParser] {len(word_off) - 1} sentences, {word_off[-1]} words, "
+                  f"{cache.arc_off[-1]} arcs, {vec.n_features_} features, arc cache "
+                  f"{cache.nbytes / 2**20:.0f} MB ({time.perf_counter() - t_start:.1f}s)")
+        # Everything is validated: only now touch the estimator's state.
+        problem = ParserProblem(cache, heads, loss, self.single_root, self.projective,
+                                vec.n_features_, self.n_jobs)
+        if warm and len(self.coef_) == problem.n_params:
+            z0 = self.coef_.copy()
+        elif _uses_active_set(loss):
+            # one averaged-perceptron epoch moves the active set out of its
+            # slowest regime (near-uniform mixtures at zero scores)
+            pb0 = ParserProblem(cache, heads, Perceptron(), self.single_root,
+                                self.projective, vec.n_features_, self.n_jobs)
+            z0, _, _ = sgd(pb0, 0.0, np.zeros(problem.n_params), max_iter=1,
+                           random_state=self.random_state, perceptron=True)
+        else:
+            z0 = np.zeros(problem.n_params)
+        z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
+        self.coef_ = np.array(z, dtype=np.float64)
+        self.vectorizer_ = vec
+        self.n_features_in_ = vec.n_features_
+        self.loss_ = loss
+        self.solver_ = solver
+        self.n_iter_ = n_iter
+        self.objective_ = obj
+        if self.verbose:
+            print(f"[DependencyParser] fit with loss={loss}, solver={solver} in "
+                  f"{time.perf_counter() - t_start:.2f}s")
+        return self
+
+    # -------------------------------------------------------------- predict
+    def _chunks(self, X):
+        """Arc caches of X's chunks with their Tree structures."""
+        check_is_fitted(self, "coef_")
+        if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
+            raise ValueError(f"X must be a list of sentences, got {type(X).__name__}.")
+        A, word_off = self.vectorizer_.transform(X)
+        n_threads = n_workers(self.n_jobs, len(word_off) - 1)
+        cache = _ArcCache(self.vectorizer_, A, word_off, n_threads)
+        return cache, n_threads
+
+    def _per_chunk(self, X, fn):
+        """``fn(theta, structure)`` per chunk; results concatenated per sentence."""
+        cache, n_threads = self._chunks(X)
+
+        def run(c):
+            a, b = cache.ranges[c]
+            wo = cache.word_off[a:b + 1] - cache.word_off[a]
+            st = Tree(wo, single_root=self.single_root, projective=self.projective)
+            return fn(cache.scores(self.coef_, c), st)
+
+        return cache, thread_map(run, range(len(cache.chunks)), n_threads)
+
+    def _split(self, cache, flat_parts, per="word"):
+        off = cache.word_off if per == "word" else cache.arc_off
+        flat = np.concatenate(flat_parts)
+        return [flat[off[i]:off[i + 1]] for i in range(len(off) - 1)]
+
+    def decision_function(self, X):
+        """Arc scores: a list of (n, n + 1) arrays, ``[m - 1, h]`` = score of
+        ``h -> m`` (self-loop entries are 0 and never used)."""
+        cache, parts = self._per_chunk(X, lambda theta, st: theta)
+        n = np.diff(cache.word_off)
+        return [s.reshape(k, k + 1) for s, k in zip(self._split(cache, parts, "arc"), n)]
+
+    def predict(self, X):
+        """Head arrays (always valid trees): a list of int arrays."""
+        if self.decoding == "calibrated":
+            def decode(theta, st):
+                return st.calibrated_decode(self.loss_.mean(theta, st))
+        else:
+            def decode(theta, st):
+                return st.argmax(theta)
+        cache, parts = self._per_chunk(X, decode)
+        return self._split(cache, parts)
+
+    def predict_marginals(self, X):
+        """Arc marginals under the loss (matrix-tree / inside-outside for
+        'crf', SparseMAP or projected marginals, MAP indicators for the
+        max-margin losses): a list of (n, n + 1) arrays."""
+        cache, parts = self._per_chunk(X, lambda theta, st: self.loss_.mean(theta, st))
+        n = np.diff(cache.word_off)
+        return [m.reshape(k, k + 1) for m, k in zip(self._split(cache, parts, "arc"), n)]
+
+    def predict_sparse(self, X, max_iter=1000, tol=1e-9):
+        """SparseMAP distribution over trees of every sentence: a list of
+        ``[(heads, weight), ...]`` sorted by decreasing weight."""
+        cache, _ = self._chunks(X)
+        out = []
+        for i in range(len(cache.word_off) - 1):
+            c, lo, hi = cache.locate(i)
+            indptr, ids = cache.chunks[c]
+            theta = arc_scores(indptr[lo:hi + 1], ids, self.coef_)
+            n = cache.word_off[i + 1] - cache.word_off[i]
+            st = Tree(np.array([0, n]), single_root=self.single_root,
+                      projective=self.projective)
+            _, V, wts, _ = st.sparsemap_support(theta, max_iter=max_iter, tol=tol)
+            keep = wts > 0
+            trees = [(st.decode(v), float(wt)) for v, wt in zip(V[keep], wts[keep])]
+            out.append(sorted(trees, key=lambda p: -p[1]))
+        return out
+
+    def score(self, X, y):
+        """Unlabelled attachment score of the predicted trees."""
+        return uas(list(y), self.predict(X))

@@ -1,0 +1,463 @@
+"""Dependency trees: head arrays with one score per arc (first-order parts)."""
+
+import numpy as np
+from numba import njit
+
+from ..kernels.projections import project_simplex
+from ..kernels.sparsemap import (
+    VARIANTS,
+    sparsemap_active_set,
+    sparsemap_conditional_gradient,
+)
+from ..kernels.tree import (
+    eisner_batch,
+    encode_heads_batch,
+    inside_outside_batch,
+    matrix_tree_batch,
+    mst_batch,
+    poslearn_violators_batch,
+    score_heads_batch,
+    second_best_batch,
+    tree_arc_offsets,
+    tree_block_params,
+    tree_encode_codes,
+    tree_map,
+)
+from .base import IntractableError, Structure, ragged_active_set
+
+
+# ------------------------------------------------------------------ kernels
+@njit(cache=True, nogil=True)
+def _row_argmax(a, arc_off, word_off):
+    """Per modifier, the head of the largest entry of its row, self-loop
+    excluded (lowest head on ties); flat int64 heads."""
+    n_sent = word_off.shape[0] - 1
+    heads = np.empty(word_off[n_sent], dtype=np.int64)
+    for i in range(n_sent):
+        n = word_off[i + 1] - word_off[i]
+        for m in range(1, n + 1):
+            base = arc_off[i] + (m - 1) * (n + 1)
+            best = -1
+            for h in range(n + 1):
+                if h == m:
+                    continue
+                if best < 0 or a[base + h] > a[base + best]:
+                    best = h
+            heads[word_off[i] + m - 1] = best
+    return heads
+
+
+@njit(cache=True, nogil=True)
+def _simplex_rows(theta, arc_off, word_off, kl):
+    """Projection of every modifier row, self-loop excluded, onto the
+    probability simplex over its ``n`` heads: Euclidean (sort-based) or KL
+    (softmax).  Self-loop entries of the result are 0."""
+    n_sent = word_off.shape[0] - 1
+    out = np.zeros(theta.shape[0])
+    for i in range(n_sent):
+        n = word_off[i + 1] - word_off[i]
+        row = np.empty(n)
+        for m in range(1, n + 1):
+            base = arc_off[i] + (m - 1) * (n + 1)
+            k = 0
+            for h in range(n + 1):
+                if h != m:
+                    row[k] = theta[base + h]
+                    k += 1
+            if kl:
+                mx = row[0]
+                for j in range(1, n):
+                    if row[j] > mx:
+                        mx = row[j]
+                total = 0.0
+                for j in range(n):
+                    row[j] = np.exp(row[j] - mx)
+                    total += row[j]
+                for j in range(n):
+                    row[j] /= total
+                u = row
+            else:
+                u = project_simplex(row)
+            k = 0
+            for h in range(n + 1):
+                if h != m:
+                    out[base + h] = u[k]
+                    k += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _poslearn_from_violators(theta, heads, viol, arc_off, word_off):
+    """PosLearn value and gradient from the violators of
+    :func:`~structlearn.kernels.tree.poslearn_violators_batch` (rows of -1:
+    no violator, no contribution)."""
+    n_sent = word_off.shape[0] - 1
+    value = np.zeros(n_sent)
+    grad = np.zeros(theta.shape[0])
+    pos = 0
+    for i in range(n_sent):
+        o = word_off[i]
+        n = word_off[i + 1] - o
+        a = arc_off[i]
+        s_y = 0.0
+        for j in range(n):
+            s_y += theta[a + j * (n + 1) + heads[o + j]]
+        n_active = 0
+        for m in range(1, n + 1):
+            r = pos + (m - 1) * n
+            if viol[r] < 0:
+                continue
+            s_v = 0.0
+            for j in range(n):
+                s_v += theta[a + j * (n + 1) + viol[r + j]]
+            margin = 1.0 - s_y + s_v
+            if margin > 0.0:
+                value[i] += margin
+                n_active += 1
+                for j in range(n):
+                    grad[a + j * (n + 1) + viol[r + j]] += 1.0
+        for j in range(n):
+            grad[a + j * (n + 1) + heads[o + j]] -= n_active
+        pos += n * n
+    return value, grad
+
+
+# ------------------------------------------------------------------ structure
+class Tree(Structure):
+    """A batch of dependency trees (first-order, arc-factored scores).
+
+    Like :class:`~structlearn.structures.chain.Chain`, a tree structure is
+    bound to the sentence lengths of one batch (``word_off``) and part
+    vectors of the batch are one **flat** array.  A sentence of ``n`` words
+    (``1..n``; node ``0`` is the root) has a block of ``n (n + 1)`` arc
+    scores, the row-major ``(n, n + 1)`` matrix ``S`` with ``S[m - 1, h]``
+    the score of the arc ``h -> m``; blocks are concatenated at offsets
+    ``part_off = tree_arc_offsets(word_off)``.  The self-loop entries
+    ``S[m - 1, m]`` belong to the layout but to no tree: their scores are
+    ignored and every encoding, marginal vector and projection is 0 there.
+
+    Labels are flat int64 head arrays over all words of the batch (CoNLL-U
+    convention: ``heads[word_off[i] + m - 1]`` in ``0..n_i`` is the head of
+    word ``m`` of sentence ``i``; see
+    :func:`~structlearn.kernels.tree.validate_heads`).  ``phi(y)`` is the 0/1
+    arc indicator matrix of each sentence, so ``<theta, phi(y)>`` is the sum
+    of the tree's arc scores.
+
+    The task cost is the Hamming loss on heads (the number of words
+    attached to a wrong head, i.e. ``n`` times one minus the unlabelled
+    attachment score): ``L(y', y) = <phi(y'), cost_vector(phi(y))>`` with
+    ``cost_vector = 1 - phi`` off the self-loops and 0 on them.  Since every
+    tree has exactly one arc per word, calibrated decoding
+    ``argmax(-cost_vector(mu))`` is the MAP tree under the arc scores ``mu``.
+
+    Inference (kernels in :mod:`structlearn.kernels.tree`): MAP by
+    Chu-Liu-Edmonds (``O(n^2)``) or, with ``projective=True``, Eisner's
+    algorithm (``O(n^3)``); marginals and log-partition by the matrix-tree
+    theorem or inside-outside (``O(n^3)``).  ``single_root=True`` restricts
+    to trees with exactly one word attached to the root, exactly.
+
+    SparseMAP: every part is unary (penalised), so SparseMAP marginals are
+    the Euclidean projection onto the arborescence polytope, computed by the
+    active-set solver with the MAP oracle.
+
+    Projection sets:
+
+    * ``'tree'`` (the marginal polytope; Euclidean only): the SparseMAP solve
+      itself.
+    * ``'simplex'``: the polytope of *head selection*, each modifier's row
+      (self-loop excluded) on the probability simplex over its ``n``
+      possible heads.  A superset of the tree polytope that ignores
+      acyclicity and the single-root constraint; the projection is a
+      sort-based simplex projection per row (Euclidean) or a per-row softmax
+      (KL).
+
+    PosLearn (Sarawagi & Gupta 2008, Sec. 4) with the Hamming cost has one
+    position per word: the violator of word ``m`` is the best tree whose head
+    of ``m`` differs from the gold one, found by one MAP call with that arc
+    forbidden, so ``O(n^3)`` per sentence non-projective and ``O(n^4)``
+    projective.  Exact slack scaling is not available (use
+    ``Hinge(scaling='approx-slack')`` or PosLearn).
+
+    Parameters
+    ----------
+    word_off : array of int (n_sentences + 1,)
+        Word offsets of the sentences: ``word_off[0] == 0`` and every length
+        ``word_off[i + 1] - word_off[i] >= 1``.
+    single_root : bool, default=True
+        Exactly one word attached to the root (the Universal Dependencies
+        convention); otherwise any number >= 1.
+    projective : bool, default=False
+        Restrict to projective trees.
+
+    Attributes
+    ----------
+    word_off : int64 ndarray (n + 1,)
+    lengths : int64 ndarray (n,)
+        Words per sentence.
+    n : int
+        Number of sentences.
+    part_off : int64 ndarray (n + 1,)
+        Offsets of the arc blocks in flat part arrays.
+    n_parts : int
+        Total number of parts, ``sum_i n_i (n_i + 1)``.
+    block_sizes : int64 ndarray (n,)
+        ``n_i (n_i + 1)``.
+    warm_cache : SupportCache or None
+        When set (a :class:`~structlearn.structures.base.SupportCache`),
+        every active-set solve of this batch starts from the supports of the
+        previous one (stored as head arrays) and stores its own.
+    """
+
+    name = "tree"
+    has_exact_slack = False
+    projection_sets = {"tree": ("euclidean",), "simplex": ("euclidean", "kl")}
+    marginal_set = "tree"
+
+    def __init__(self, word_off, single_root=True, projective=False):
+        raw = np.asarray(word_off)
+        if raw.ndim != 1 or raw.size < 2:
+            raise ValueError("a Tree batch needs word offsets of shape (n_sentences + 1,) "
+                             f"with at least one sentence, got shape {raw.shape}.")
+        if raw.dtype.kind not in "iu":
+            if raw.dtype.kind != "f" or not np.all(raw == np.round(raw)):
+                raise ValueError(f"word offsets must be integers, got {raw.tolist()}.")
+        self.word_off = np.ascontiguousarray(raw, dtype=np.int64)
+        if self.word_off[0] != 0:
+            raise ValueError(f"word offsets must start at 0, got {self.word_off[0]}.")
+        lengths = np.diff(self.word_off)
+        if lengths.min() < 1:
+            i = int(np.argmin(lengths))
+            raise ValueError(f"every sentence of a Tree batch needs at least one word; "
+                             f"sentence {i} has {lengths[i]}.")
+        self.lengths = lengths
+        self.n = len(lengths)
+        self.single_root = bool(single_root)
+        self.projective = bool(projective)
+        self.part_off = tree_arc_offsets(self.word_off)
+        self.n_parts = int(self.part_off[-1])
+        self.block_sizes = np.diff(self.part_off)
+        self._mask = None
+        self._params = tree_block_params(self.word_off, self.single_root, self.projective)
+        self.warm_cache = None
+
+    def __repr__(self):
+        return (f"Tree(n_sentences={self.n}, n_words={int(self.word_off[-1])}, "
+                f"single_root={self.single_root}, projective={self.projective})")
+
+    # ------------------------------------------------------------- layout
+    @property
+    def arc_mask(self):
+        """Flat boolean mask of the real arcs (False on self-loop entries)."""
+        if self._mask is None:
+            mask = np.ones(self.n_parts, dtype=bool)
+            sent = np.repeat(np.arange(self.n), self.lengths)
+            m = np.arange(self.word_off[-1]) - self.word_off[sent] + 1
+            mask[self.part_off[sent] + (m - 1) * (self.lengths[sent] + 1) + m] = False
+            self._mask = mask
+        return self._mask
+
+    def block(self, a, i):
+        """Sentence ``i``'s block of the flat part array ``a`` as an
+        ``(n_i, n_i + 1)`` view (row ``m - 1``: modifier ``m``; column ``h``)."""
+        n = int(self.lengths[i])
+        return np.asarray(a)[self.part_off[i]:self.part_off[i + 1]].reshape(n, n + 1)
+
+    @property
+    def n_unary(self):
+        """Penalised parts per sentence: all of them (``block_sizes``)."""
+        return self.block_sizes
+
+    def n_samples(self, theta):
+        return self.n
+
+    def sum_parts(self, a):
+        return np.add.reduceat(np.asarray(a, dtype=np.float64), self.part_off[:-1])
+
+    def dot(self, a, b):
+        return self.sum_parts(np.asarray(a) * np.asarray(b))
+
+    def per_sample(self, v):
+        return np.repeat(np.asarray(v), self.block_sizes)
+
+    def unary_sq(self, mu):
+        mu = np.asarray(mu, dtype=np.float64)
+        return self.sum_parts(mu * mu)
+
+    def _theta(self, theta):
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        if theta.ndim == 2 and theta.shape[0] == 1:  # a batch of one block
+            theta = theta[0]
+        if theta.shape != (self.n_parts,):
+            raise ValueError(f"dependency-tree scores must be a flat array of "
+                             f"{self.n_parts} arc parts, got shape {theta.shape}.")
+        return theta
+
+    def _y(self, y):
+        y = np.ascontiguousarray(y, dtype=np.int64)
+        n_words = int(self.word_off[-1])
+        if y.shape != (n_words,):
+            raise ValueError(f"dependency-tree labels must be a flat array of "
+                             f"{n_words} heads, got shape {y.shape}.")
+        # Range check only (the kernels index with the heads); labels that
+        # are not trees (e.g. from decode) are still encodable.
+        bad = (y < 0) | (y > np.repeat(self.lengths, self.lengths))
+        if bad.any():
+            w = int(np.argmax(bad))
+            i = int(np.searchsorted(self.word_off, w, side="right") - 1)
+            raise ValueError(f"sentence {i} ({self.lengths[i]} words): head {y[w]} of "
+                             f"word {w - self.word_off[i] + 1} is out of range "
+                             f"0..{self.lengths[i]}.")
+        return y
+
+    # ----------------------------------------------------------- encoding
+    def encode(self, y):
+        """Flat arc indicators ``phi(y)`` of a flat head array."""
+        return encode_heads_batch(self._y(y), self.part_off, self.word_off)
+
+    def decode(self, phi):
+        """Heads of encodings: per modifier row, the argmax over heads
+        (self-loop excluded).  Inverse of :meth:`encode` on trees; on other
+        points (marginals) a head selection that need not be a tree."""
+        phi = self._theta(phi)
+        return _row_argmax(phi, self.part_off, self.word_off)
+
+    def argmax(self, theta):
+        """MAP trees: Chu-Liu-Edmonds, or Eisner when ``projective``."""
+        kernel = eisner_batch if self.projective else mst_batch
+        return kernel(self._theta(theta), self.part_off, self.word_off, self.single_root)
+
+    def scores(self, theta, y):
+        return score_heads_batch(self._theta(theta), self._y(y), self.part_off,
+                                 self.word_off)
+
+    # --------------------------------------------------------------- cost
+    def cost_vector(self, phi):
+        """``1 - phi`` on the arcs, 0 on self-loops: Hamming cost on heads."""
+        return np.where(self.arc_mask, 1.0 - np.asarray(phi, dtype=np.float64), 0.0)
+
+    def cost(self, y_pred, y_true):
+        """Number of words with a wrong head, per sentence."""
+        wrong = (self._y(y_pred) != self._y(y_true)).astype(np.float64)
+        return np.add.reduceat(wrong, self.word_off[:-1])
+
+    def cost_bounds(self):
+        return self.lengths.astype(np.float64), 1.0
+
+    # ------------------------------------------------------------ oracles
+    def marginals(self, theta):
+        """Arc marginals under ``p(y) ~ exp <theta, phi(y)>``."""
+        return self.marginals_and_log_partition(theta)[0]
+
+    def marginals_and_log_partition(self, theta):
+        """Matrix-tree theorem, or inside-outside when ``projective``;
+        returns ``(mu, logZ)``."""
+        kernel = inside_outside_batch if self.projective else matrix_tree_batch
+        return kernel(self._theta(theta), self.part_off, self.word_off, self.single_root)
+
+    def second_best(self, theta, y):
+        """Best tree different from ``y`` per sentence (``y`` itself where it
+        is the only tree, i.e. one-word sentences)."""
+        y2, _ = second_best_batch(self._theta(theta), self._y(y), self.part_off,
+                                  self.word_off, self.single_root, self.projective)
+        return y2
+
+    def word_violators(self, theta, y):
+        """Per-word PosLearn violators as flat head arrays.
+
+        (Not :meth:`Structure.poslearn_violators`, whose fixed-size layout
+        does not fit ragged batches; :meth:`poslearn_value_and_grad` is
+        overridden instead.)  Returns the flat int64 array of
+        :func:`~structlearn.kernels.tree.poslearn_violators_batch` (sentence
+        ``i``'s ``(n_i, n_i)`` matrix, row ``m - 1`` the best tree with word
+        ``m``'s head different from ``y``, -1 where none exists) and its
+        per-sentence offsets.
+        """
+        viol = poslearn_violators_batch(self._theta(theta), self._y(y), self.part_off,
+                                        self.word_off, self.single_root, self.projective)
+        off = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(self.lengths ** 2, out=off[1:])
+        return viol, off
+
+    def poslearn_value_and_grad(self, theta, y):
+        """PosLearn with the Hamming cost (Sarawagi & Gupta 2008, Sec. 4).
+
+        One position per word ``m``: the violator ``y^m`` is the best tree
+        with ``head(m) != y_m`` (one MAP call with the gold arc forbidden),
+        ``margin_m = 1 - s(y) + s(y^m)``.  Returns ``value[i] = sum_m
+        max(margin_m, 0)`` and the flat gradient ``sum_{m: margin_m > 0}
+        phi(y^m) - phi(y)``.  Words without a violator (a one-word sentence)
+        contribute 0.  ``O(n^3)`` per sentence, ``O(n^4)`` projective.
+        """
+        theta = self._theta(theta)
+        y = self._y(y)
+        viol = poslearn_violators_batch(theta, y, self.part_off, self.word_off,
+                                        self.single_root, self.projective)
+        return _poslearn_from_violators(theta, y, viol, self.part_off, self.word_off)
+
+    def slack_violator(self, theta, y):
+        raise IntractableError(
+            "exact slack-scaling inference is not implemented for dependency trees "
+            "(the Hamming-cost violator would need the best tree for every number "
+            "of wrong heads); use loss='hinge-approx-slack' (Sarawagi & Gupta 2008, "
+            "Sec. 3) or loss='poslearn'.")
+
+    # --------------------------------------------------------- projection
+    def _project(self, theta, set, geometry):
+        theta = self._theta(theta)
+        if set == "simplex":
+            return _simplex_rows(theta, self.part_off, self.word_off, geometry == "kl")
+        # Euclidean projection onto the arborescence polytope: every part is
+        # unary, so this is the SparseMAP solve.
+        return self._active_set(theta, key="projection")
+
+    # ---------------------------------------------------------- SparseMAP
+    def sparsemap(self, theta, max_iter=1000, tol=1e-9):
+        """SparseMAP marginals of every sentence (active set, MAP oracle).
+
+        Equal to the Euclidean projection onto the tree polytope, since every
+        part is penalised.  With a :attr:`warm_cache` the solves start from
+        the supports of the previous call.
+        """
+        return self._active_set(theta, max_iter, tol, key="sparsemap")
+
+    def _active_set(self, theta, max_iter=1000, tol=1e-9, key=None):
+        params, params_off = self._params
+        return ragged_active_set(
+            self._theta(theta), self.part_off, self.block_sizes, tree_map, params,
+            params_off, max_iter, tol, cache=self.warm_cache if key else None, key=key,
+            encode=tree_encode_codes, n_rows=self.lengths, row_width=self.lengths + 1)
+
+    def sparsemap_support(self, theta, method="active-set", max_iter=1000, tol=1e-9):
+        """SparseMAP of a batch of ONE sentence, with its distribution.
+
+        Returns ``(mu, vertices, weights, n_iter)`` as
+        :meth:`Structure.sparsemap_support`; the rows of ``vertices`` are
+        decoded with :meth:`decode`.
+        """
+        if self.n != 1:
+            raise ValueError("sparsemap_support works on a Tree batch of one sentence.")
+        theta = self._theta(theta)
+        params = np.array([float(self.lengths[0]), float(self.single_root),
+                           float(self.projective)])
+        nu = self.n_parts
+        if method == "active-set":
+            return sparsemap_active_set(theta, nu, tree_map, params, int(max_iter),
+                                        float(tol))
+        if method not in VARIANTS:
+            raise ValueError(
+                f"method must be 'active-set' or one of {sorted(VARIANTS)}, "
+                f"got {method!r}.")
+        return sparsemap_conditional_gradient(theta, nu, tree_map, params,
+                                              VARIANTS[method], int(max_iter), float(tol))
+
+    # ---------------------------------------------------------- decoding
+    def calibrated_decode(self, mu):
+        """Calibrated decoding (Blondel 2019, Sec. 5): the tree minimising the
+        expected Hamming cost ``sum_m (1 - mu[m, head(m)])`` under marginals
+        ``mu``, i.e. the MAP tree (MST or Eisner) with ``mu`` as arc scores.
+
+        Equal to ``argmax(-cost_vector(mu))`` (every tree has one arc per
+        word, so the ``-1`` shift is constant); ``mu`` can be any finite
+        score vector (marginals, projections, raw scores).
+        """
+        return self.argmax(mu)

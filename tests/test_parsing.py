@@ -1,0 +1,284 @@
+"""DependencyParser and the arc features."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+from structlearn import DependencyParser
+from structlearn.datasets import load_ewt
+from structlearn.estimators.parsing import ParserProblem, _ArcCache
+from structlearn.feature_extraction import ArcVectorizer
+from structlearn.kernels.arcs import (BETWEEN_ATTRS, N_TEMPLATES, TEMPLATES, arc_keys,
+                                      gold_arc_keys, key_buffer_size, template_names)
+from structlearn.kernels.tree import validate_heads
+from structlearn.losses import CRF, Projection
+from structlearn.metrics import uas
+from structlearn.solvers import objective
+
+ALL_LOSSES = ["perceptron", "hinge", "hinge-approx-slack", "poslearn", "crf", "sparsemap",
+              "m-sparsemap", "projection", "squared",
+              Projection(set="simplex"), Projection(set="simplex", geometry="kl")]
+
+
+def toy_data(n_sent=30, seed=0):
+    """Sentences whose head is determined by the POS pattern (learnable)."""
+    rng = np.random.RandomState(seed)
+    X, y = [], []
+    for _ in range(n_sent):
+        n = rng.randint(1, 7)
+        pos = rng.choice(["DET", "NOUN", "ADJ"], size=n).tolist()
+        toks = [{"form": f"w{rng.randint(5)}", "lemma": "l", "upos": p, "xpos": p}
+                for p in pos]
+        # every word attaches to the word before it; the first to the root
+        X.append(toks)
+        y.append(list(range(n)))
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def ewt():
+    tr, te = load_ewt("train"), load_ewt("test")
+    return ([s.tokens for s in tr], [s.heads for s in tr],
+            [s.tokens for s in te], [s.heads for s in te])
+
+
+def is_tree(h, single_root=True):
+    try:
+        validate_heads([list(h)], single_root)
+    except ValueError:
+        return False
+    return True
+
+
+def is_projective(h):
+    arcs = [(min(d, m), max(d, m)) for m, d in enumerate(h, start=1)]
+    return not any(a < c < b < d for a, b in arcs for c, d in arcs)
+
+
+# ------------------------------------------------------------------ features
+def test_template_names_and_table():
+    names = template_names()
+    assert len(names) == N_TEMPLATES == 2 * (len(TEMPLATES) + len(BETWEEN_ATTRS))
+    assert len(set(names)) == len(names)
+    assert names[0] == "h.form" and names[-1] == "h.xpos+between.xpos+m.xpos|dir+dist"
+    assert "h.upos+m.upos" in names and "h.xpos+m.xpos|dir+dist" in names
+
+
+def test_arc_keys_depend_on_direction_distance_and_dedupe_between_tags():
+    A = np.array([[3, 3, 3, 3, 3, 3], [4, 4, 5, 5, 4, 4], [4, 4, 5, 6, 4, 4],
+                  [6, 6, 7, 7, 6, 6]],
+                 dtype=np.int32)
+    size = key_buffer_size(len(TEMPLATES), 4)
+    buf, tb = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+    nt = len(TEMPLATES)
+    k14 = arc_keys(A, 0, 4, 1, 4, TEMPLATES, buf, tb)
+    keys14, t14 = buf[:k14].copy(), tb[:k14].copy()
+    # words 2 and 3 between: one UPOS (5) -> one pair, two XPOS (5, 6) -> two
+    assert k14 == 2 * nt + 2 + 4
+    assert list(t14[2 * nt:]) == [nt, nt + nt + 2, nt + 1, nt + 1 + nt + 2,
+                                  nt + 1, nt + 1 + nt + 2]
+    assert np.all(t14[:2 * nt:2] == np.arange(nt))            # plain templates
+    assert np.all(t14[1:2 * nt:2] == np.arange(nt) + nt + 2)  # with dir+dist
+    k41 = arc_keys(A, 0, 4, 4, 1, TEMPLATES, buf, tb)
+    assert not set(keys14) & set(buf[:k41])  # direction flips every key
+    assert np.all(keys14 != 0) and len(set(keys14)) == k14
+    k12 = arc_keys(A, 0, 4, 1, 2, TEMPLATES, buf, tb)
+    assert k12 == 2 * nt      # adjacent: no in-between feature
+    # a template reading only the head has the same plain key for 1->2 and
+    # 1->3, and different direction-distance keys
+    keys12 = buf[:k12].copy()
+    arc_keys(A, 0, 4, 1, 3, TEMPLATES, buf, tb)
+    assert keys12[0] == buf[0] and keys12[1] != buf[1]
+
+
+def test_vectorizer_finds_every_gold_feature_and_drops_unseen_ones():
+    X, y = toy_data()
+    vec = ArcVectorizer().fit(X, y)
+    A, off = vec.transform(X)
+    heads, _ = validate_heads(y, True)
+    keys, tmpl = gold_arc_keys(A, off, heads, TEMPLATES)
+    assert vec.n_features_ == len(np.unique(keys))
+    assert len(vec.templates_) == vec.n_features_
+    assert vec.templates_.min() >= 0 and vec.templates_.max() < N_TEMPLATES
+    indptr, ids = vec.arc_features(A, off, 0, len(X))
+    # gold arcs keep all their features
+    arc_off = np.concatenate([[0], np.cumsum([len(h) * (len(h) + 1) for h in y])])
+    for i, h in enumerate(y):
+        n = len(h)
+        for m in range(1, n + 1):
+            r = arc_off[i] + (m - 1) * (n + 1) + h[m - 1]
+            size = key_buffer_size(len(TEMPLATES), n)
+            buf, tb = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+            c = arc_keys(A, off[i], n, h[m - 1], m, TEMPLATES, buf, tb)
+            assert indptr[r + 1] - indptr[r] == len(set(buf[:c]))
+        # self-loops have no features
+        for m in range(1, n + 1):
+            r = arc_off[i] + (m - 1) * (n + 1) + m
+            assert indptr[r + 1] == indptr[r]
+    assert ids.min() >= 0 and ids.max() < vec.n_features_
+    # unknown words: fewer known features, never an error
+    A2, off2 = vec.transform([[{"form": "zzz", "upos": "X"}, {"form": "w1", "upos": "NOUN"}]])
+    assert A2[0, 0] == 1  # unknown form id
+    indptr2, _ = vec.arc_features(A2, off2, 0, 1)
+    assert len(indptr2) == 2 * 3 + 1
+
+
+def test_vectorizer_min_freq_and_errors():
+    X, y = toy_data()
+    v1, v2 = ArcVectorizer().fit(X, y), ArcVectorizer(min_freq=3).fit(X, y)
+    assert 0 < v2.n_features_ < v1.n_features_
+    with pytest.raises(ValueError, match="min_freq"):
+        ArcVectorizer(min_freq=0).fit(X, y)
+    with pytest.raises(ValueError, match="sentence 1 is empty"):
+        ArcVectorizer().fit([X[0], []], [y[0], []])
+    with pytest.raises(ValueError, match="'form'"):
+        ArcVectorizer().fit([[{"upos": "X"}]], [[0]])
+    with pytest.raises(ValueError, match="token dict"):
+        ArcVectorizer().fit([["word"]], [[0]])
+
+
+# ------------------------------------------------------------------ problem
+def make_problem(loss, X, y, single_root=True, projective=False):
+    vec = ArcVectorizer().fit(X, y)
+    A, off = vec.transform(X)
+    heads, _ = validate_heads(y, single_root)
+    cache = _ArcCache(vec, A, off, 1)
+    return ParserProblem(cache, heads, loss, single_root, projective, vec.n_features_)
+
+
+@pytest.mark.parametrize("projective", [False, True])
+def test_parser_problem_gradient_matches_finite_differences(projective):
+    X, y = toy_data(12)
+    pb = make_problem(CRF(), X, y, projective=projective)
+    rng = np.random.RandomState(0)
+    z = rng.randn(pb.n_params)
+    vals, g = pb.value_and_grad(z)
+    alpha = 0.1
+    g_obj = g / pb.n_samples + alpha * z
+    D = rng.randn(pb.n_params)
+    h = 1e-6
+    fd = (objective(pb, z + h * D, alpha) - objective(pb, z - h * D, alpha)) / (2 * h)
+    assert np.isclose(fd, g_obj @ D, rtol=1e-5)
+    # mini-batches of any sentences add up to the full pass
+    v1, g1 = pb.value_and_grad(z, np.array([0, 2, 4, 6, 8, 10]))
+    v2, g2 = pb.value_and_grad(z, np.array([1, 3, 5, 7, 9, 11]))
+    np.testing.assert_allclose(g1 + g2, g, atol=1e-10)
+    np.testing.assert_allclose(np.sort(np.concatenate([v1, v2])), np.sort(vals))
+
+
+def test_sq_norms_count_the_gold_tree_features():
+    X, y = toy_data(8)
+    pb = make_problem(CRF(), X, y)
+    sq = pb.sq_norms()
+    for i, h in enumerate(y):
+        c, lo, hi = pb.cache.locate(i)
+        indptr = pb.cache.chunks[c][0]
+        n = len(h)
+        count = sum(indptr[lo + (m - 1) * (n + 1) + h[m - 1] + 1]
+                    - indptr[lo + (m - 1) * (n + 1) + h[m - 1]] for m in range(1, n + 1))
+        assert sq[i] == count + 1.0
+
+
+# ---------------------------------------------------------------- estimator
+@pytest.mark.parametrize("loss", ALL_LOSSES, ids=str)
+def test_every_loss_learns_the_toy_grammar_and_predicts_trees(loss):
+    X, y = toy_data(40)
+    kw = {"max_iter": 20} if loss in ("perceptron", "hinge", "hinge-approx-slack",
+                                      "poslearn") else {}
+    est = DependencyParser(loss=loss, alpha=1e-3, random_state=0, **kw).fit(X, y)
+    Xt, yt = toy_data(20, seed=1)
+    pred = est.predict(Xt)
+    assert all(is_tree(h) for h in pred)
+    assert est.score(Xt, yt) > 0.9
+
+
+def test_projective_and_multi_root_options(ewt):
+    X, y, Xt, yt = ewt
+    est = DependencyParser(loss="perceptron", projective=True, max_iter=2,
+                           random_state=0).fit(X[:200], y[:200])
+    pred = est.predict(Xt[:100])
+    assert all(is_tree(h) and is_projective(h) for h in pred)
+    est = DependencyParser(loss="perceptron", single_root=False, max_iter=2,
+                           random_state=0).fit(X[:200], y[:200])
+    assert all(is_tree(h, single_root=False) for h in est.predict(Xt[:100]))
+
+
+def test_parser_beats_the_left_neighbour_baseline_on_ewt(ewt):
+    X, y, Xt, yt = ewt
+    est = DependencyParser(loss="perceptron", max_iter=5, n_jobs=2, random_state=0)
+    est.fit(X, y)
+    baseline = uas(yt, [list(range(len(h))) for h in yt])
+    score = est.score(Xt, yt)
+    assert baseline < 0.2
+    assert score > 0.70 > baseline + 0.5
+
+
+def test_marginals_sparse_outputs_and_decision_function():
+    X, y = toy_data(30)
+    Xt, _ = toy_data(5, seed=2)
+    crf = DependencyParser(loss="crf", alpha=1e-2).fit(X, y)
+    mu = crf.predict_marginals(Xt)
+    S = crf.decision_function(Xt)
+    for m, s, sent in zip(mu, S, Xt):
+        n = len(sent)
+        assert m.shape == s.shape == (n, n + 1)
+        np.testing.assert_allclose(m.sum(axis=1), 1.0, atol=1e-9)
+        assert np.all(np.diag(m[:, 1:]) == 0)
+        np.testing.assert_allclose(m[:, 0].sum(), 1.0, atol=1e-9)  # single root
+    sm = DependencyParser(loss="sparsemap", alpha=1e-2).fit(X, y)
+    for dist, sent in zip(sm.predict_sparse(Xt), Xt):
+        assert abs(sum(w for _, w in dist) - 1.0) < 1e-9
+        assert all(is_tree(h) for h, _ in dist)
+        assert all(w1 >= w2 for (_, w1), (_, w2) in zip(dist, dist[1:]))
+    cal = DependencyParser(loss=Projection(set="simplex", geometry="kl"),
+                           decoding="calibrated", alpha=1e-2).fit(X, y)
+    assert all(is_tree(h) for h in cal.predict(Xt))
+
+
+def test_hinge_slack_is_refused_with_a_clear_error():
+    X, y = toy_data(5)
+    with pytest.raises(ValueError, match="slack"):
+        DependencyParser(loss="hinge-slack").fit(X, y)
+
+
+@pytest.mark.parametrize("y_bad, match", [
+    ([[0, 5]], "out of range|range"),
+    ([[0]], "2 words but its head array has 1"),
+    ([[2, 1]], "cycle|root"),
+    ([[0, 0]], "root"),
+])
+def test_bad_gold_trees_raise_before_any_work(y_bad, match):
+    X = [[{"form": "a", "upos": "X"}, {"form": "b", "upos": "Y"}]]
+    with pytest.raises(ValueError, match=match):
+        DependencyParser().fit(X, y_bad)
+
+
+def test_bad_input_errors_and_failed_fit_leaves_the_model_unchanged():
+    X, y = toy_data(10)
+    est = DependencyParser(loss="perceptron", max_iter=3, random_state=0).fit(X, y)
+    coef = est.coef_.copy()
+    with pytest.raises(ValueError, match="10 sentences but y has 9"):
+        est.fit(X, y[:9])
+    with pytest.raises(ValueError, match="sentence 10 .0 words.: a sentence needs at least"):
+        est.fit(X + [[]], y + [[]])
+    with pytest.raises(ValueError, match=r"y\[9\] must be an array of heads"):
+        est.fit(X, y[:-1] + ["abc"])
+    with pytest.raises(ValueError, match="bool"):
+        clone(est).set_params(projective="yes").fit(X, y)
+    np.testing.assert_array_equal(est.coef_, coef)
+    with pytest.raises(ValueError, match="list of sentences"):
+        est.predict("a sentence")
+
+
+def test_sklearn_integration_and_warm_start():
+    X, y = toy_data(30)
+    grid = GridSearchCV(DependencyParser(max_iter=5, random_state=0),
+                        {"loss": ["perceptron", "hinge"]}, cv=2).fit(X, y)
+    assert grid.best_score_ > 0.8
+    est = DependencyParser(loss="perceptron", max_iter=1, warm_start=True, random_state=0)
+    est.fit(X, y)
+    vec = est.vectorizer_
+    est.fit(X, y)
+    assert est.vectorizer_ is vec
+    assert clone(est).get_params()["loss"] == "perceptron"
