@@ -457,13 +457,13 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
     eta0 = 1.0 if perceptron else _calibrate_eta0(problem, reg, z, rng, batch_size)
     if verbose and not perceptron:
         print(f"[sgd] initial step size {eta0:.3g}")
-    z_avg = z.copy()
+    z_avg = None if perceptron else z.copy()
     n_avg = 0
     t = 0
     # perceptron: lazy averaging (Daume 2006) -- ``u`` accumulates t * update,
     # so the average of the T iterates is ((T + 1) z - u - z0) / T without a
     # running average updated after every mini-batch
-    z_start = z.copy() if perceptron else None
+    z_start = z.copy() if perceptron and z.any() else None
     u = np.zeros_like(z) if perceptron else None
     best = np.inf
     stalled = 0
@@ -518,7 +518,12 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
             warnings.warn(f"SGD did not converge in max_iter={max_iter} epochs; "
                           f"increase max_iter or tol.", ConvergenceWarning)
     if perceptron:
-        z_avg = ((t + 1) * z - u - z_start) / max(t, 1)
+        z *= t + 1
+        z -= u
+        if z_start is not None:
+            z -= z_start
+        z /= max(t, 1)
+        z_avg = z
         f = objective(problem, z_avg, 0.0)
     return z_avg, epoch, float(f)
 

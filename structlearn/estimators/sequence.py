@@ -11,7 +11,8 @@ from ..kernels.linear import (
     chain_assemble_scores,
     chain_reduce_grad,
     observed_support,
-    compact_labels,
+    narrow_dtype,
+    narrow_ints,
     select_entries,
     support_entries,
     support_grad,
@@ -93,7 +94,10 @@ class _Tokens:
         data = X.data
         if np.all(data == 1.0):
             data = np.empty(0, dtype=np.float64)
-        nz_start, nz_len = support_entries(X.indices, sup_ptr)
+        nnz = len(X.indices)
+        nz_start = np.empty(nnz, dtype=np.int32 if sup_ptr[-1] < 2 ** 31 else np.int64)
+        nz_len = np.empty(nnz, dtype=narrow_dtype(int(np.diff(sup_ptr).max(initial=0)) + 1))
+        support_entries(X.indices, sup_ptr, nz_start, nz_len)
         return cls(np.asarray(X.indptr, dtype=np.int64), np.ascontiguousarray(data),
                    nz_start, nz_len, sup_ptr)
 
@@ -407,7 +411,7 @@ class SequenceTagger(StructuredLinearModel):
             sup_ptr, sup_label = self._sup_ptr, self._sup_label
         else:
             sup_ptr, sup_label = self._make_support(Xtok, y_int, K)
-            sup_label = compact_labels(sup_label, K)
+            sup_label = narrow_ints(sup_label, K)
         loss.check(Chain(K, [0, 1]))
         # Everything is validated: only now touch the estimator's state.
         d = Xtok.shape[1]

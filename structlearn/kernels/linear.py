@@ -25,18 +25,16 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def support_entries(indices, sup_ptr):
+def support_entries(indices, sup_ptr, nz_start, nz_len):
     """For every stored entry of a CSR matrix, where its feature's support
-    starts and how long it is (int32): the kernels below then read the
-    support sequentially instead of looking ``sup_ptr`` up at random."""
-    n = len(indices)
-    start = np.empty(n, dtype=np.int32)
-    length = np.empty(n, dtype=np.int32)
-    for j in range(n):
+    starts and how long it is, written into ``nz_start`` (int32) and
+    ``nz_len`` (any integer dtype holding the longest support, see
+    :func:`narrow_ints`): the kernels below then read the support
+    sequentially instead of looking ``sup_ptr`` up at random."""
+    for j in range(len(indices)):
         a = indices[j]
-        start[j] = sup_ptr[a]
-        length[j] = sup_ptr[a + 1] - sup_ptr[a]
-    return start, length
+        nz_start[j] = sup_ptr[a]
+        nz_len[j] = sup_ptr[a + 1] - sup_ptr[a]
 
 
 @njit(cache=True, nogil=True)
@@ -46,7 +44,7 @@ def support_scores(indptr, nz_start, nz_len, data, sup_label, w, n_labels):
     ``nz_start, nz_len`` from :func:`support_entries`; ``data`` the CSR
     values, or an empty array when every value is 1 (binary features: the
     common case of indicator templates, which then need no value array).
-    ``sup_label`` may be any integer dtype (see :func:`compact_labels`).
+    ``sup_label`` may be any integer dtype (see :func:`narrow_ints`).
     """
     n = len(indptr) - 1
     U = np.zeros((n, n_labels))
@@ -95,14 +93,20 @@ def support_grad(indptr, nz_start, nz_len, data, sup_label, G, g):
                     g[s] += x * Gt[sup_label[s]]
 
 
-def compact_labels(sup_label, n_labels):
-    """``sup_label`` in the smallest integer dtype that holds ``n_labels``
-    labels: the support kernels read one label per support entry, and a
-    narrower array is faster to stream (``uint8`` for up to 256 tags)."""
+def narrow_dtype(n_values):
+    """Smallest integer dtype holding the values ``0..n_values - 1``."""
     for dt in (np.uint8, np.int16, np.int32):
-        if n_labels <= np.iinfo(dt).max + 1:
-            return np.ascontiguousarray(sup_label, dtype=dt)
-    return np.ascontiguousarray(sup_label, dtype=np.int64)
+        if n_values <= np.iinfo(dt).max + 1:
+            return np.dtype(dt)
+    return np.dtype(np.int64)
+
+
+def narrow_ints(a, n_values):
+    """``a`` (values in ``0..n_values - 1``) in the smallest integer dtype
+    that holds them: the support kernels read one label and one length per
+    support entry, and narrower arrays are faster to stream and smaller
+    (``uint8`` for up to 256 tags)."""
+    return np.ascontiguousarray(a, dtype=narrow_dtype(n_values))
 
 
 @njit(cache=True, nogil=True)
