@@ -350,3 +350,43 @@ class Structure:
     def calibrated_decode(self, mu):
         """Calibrated decoding ``argmax(-cost_vector(mu))`` (Blondel 2019, Sec. 5)."""
         return self.argmax(-self.cost_vector(mu))
+
+
+class RaggedStructure(Structure):
+    """A structure bound to one ragged batch (chains, trees).
+
+    Part vectors of the batch are one flat array of per-sample blocks at
+    ``part_off`` (sizes ``block_sizes``); the cost's positions (tokens,
+    words) are at ``pos_off`` (``lengths`` per sample), and ``cost_mask``
+    marks the parts whose one-hot rows the Hamming cost reads.  Subclasses
+    set those attributes and ``n``; this class gives the per-sample
+    arithmetic the losses use and the Hamming cost.
+    """
+
+    def n_samples(self, theta):
+        return self.n
+
+    def sum_parts(self, a):
+        return np.add.reduceat(np.asarray(a, dtype=np.float64), self.part_off[:-1])
+
+    def dot(self, a, b):
+        return self.sum_parts(np.asarray(a) * np.asarray(b))
+
+    def per_sample(self, v):
+        return np.repeat(np.asarray(v), self.block_sizes)
+
+    def cost_vector(self, phi):
+        """``1 - phi`` on the cost's parts, 0 elsewhere: with one-hot rows,
+        ``<phi(y'), cost_vector(phi(y))>`` counts the wrong positions."""
+        return np.where(self.cost_mask, 1.0 - np.asarray(phi, dtype=np.float64), 0.0)
+
+    def cost(self, y_pred, y_true):
+        """Hamming cost: wrong positions per sample."""
+        wrong = (self._y(y_pred) != self._y(y_true)).astype(np.float64)
+        return np.add.reduceat(wrong, self.pos_off[:-1])
+
+    def cost_bounds(self):
+        return self.lengths.astype(np.float64), 1.0
+
+    def marginals(self, theta):
+        return self.marginals_and_log_partition(theta)[0]

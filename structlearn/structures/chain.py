@@ -24,9 +24,9 @@ from ..kernels.sparsemap import (
     sparsemap_active_set,
     sparsemap_conditional_gradient,
 )
-from .base import Structure, ragged_active_set
+from .base import RaggedStructure, ragged_active_set
 
-class Chain(Structure):
+class Chain(RaggedStructure):
     """A batch of linear chains over ``n_tags`` tags.
 
     Unlike the fixed-size structures, a chain structure is bound to the
@@ -95,17 +95,13 @@ class Chain(Structure):
     def n_unary(self):
         return self.lengths * self.n_tags
 
-    def n_samples(self, theta):
-        return self.n
+    @property
+    def cost_mask(self):
+        return self.unary_mask
 
-    def sum_parts(self, a):
-        return np.add.reduceat(np.asarray(a, dtype=np.float64), self.part_off[:-1])
-
-    def dot(self, a, b):
-        return self.sum_parts(np.asarray(a) * np.asarray(b))
-
-    def per_sample(self, v):
-        return np.repeat(np.asarray(v), self.block_sizes)
+    @property
+    def pos_off(self):
+        return self.tok_off
 
     def unary_sq(self, mu):
         mu = np.asarray(mu, dtype=np.float64)
@@ -142,21 +138,7 @@ class Chain(Structure):
         return score_batch(self._theta(theta), self._y(y), self.part_off,
                            self.tok_off, self.n_tags)
 
-    # --------------------------------------------------------------- cost
-    def cost_vector(self, phi):
-        return np.where(self.unary_mask, 1.0 - np.asarray(phi, dtype=np.float64), 0.0)
-
-    def cost(self, y_pred, y_true):
-        wrong = (np.asarray(y_pred) != np.asarray(y_true)).astype(np.float64)
-        return np.add.reduceat(wrong, self.tok_off[:-1])
-
-    def cost_bounds(self):
-        return self.lengths.astype(np.float64), 1.0
-
     # ------------------------------------------------------------ oracles
-    def marginals(self, theta):
-        return self.marginals_and_log_partition(theta)[0]
-
     def marginals_and_log_partition(self, theta):
         return forward_backward_batch(self._theta(theta), self.part_off, self.tok_off,
                                       self.n_tags)

@@ -23,7 +23,7 @@ from ..kernels.tree import (
     tree_encode_codes,
     tree_map,
 )
-from .base import IntractableError, Structure, ragged_active_set
+from .base import IntractableError, RaggedStructure, ragged_active_set
 
 
 # ------------------------------------------------------------------ kernels
@@ -123,7 +123,7 @@ def _poslearn_from_violators(theta, heads, viol, arc_off, word_off):
 
 
 # ------------------------------------------------------------------ structure
-class Tree(Structure):
+class Tree(RaggedStructure):
     """A batch of dependency trees (first-order, arc-factored scores).
 
     Like :class:`~structlearn.structures.chain.Chain`, a tree structure is
@@ -267,17 +267,13 @@ class Tree(Structure):
         """Penalised parts per sentence: all of them (``block_sizes``)."""
         return self.block_sizes
 
-    def n_samples(self, theta):
-        return self.n
+    @property
+    def cost_mask(self):
+        return self.arc_mask
 
-    def sum_parts(self, a):
-        return np.add.reduceat(np.asarray(a, dtype=np.float64), self.part_off[:-1])
-
-    def dot(self, a, b):
-        return self.sum_parts(np.asarray(a) * np.asarray(b))
-
-    def per_sample(self, v):
-        return np.repeat(np.asarray(v), self.block_sizes)
+    @property
+    def pos_off(self):
+        return self.word_off
 
     def unary_sq(self, mu):
         mu = np.asarray(mu, dtype=np.float64)
@@ -330,24 +326,7 @@ class Tree(Structure):
         return score_heads_batch(self._theta(theta), self._y(y), self.part_off,
                                  self.word_off)
 
-    # --------------------------------------------------------------- cost
-    def cost_vector(self, phi):
-        """``1 - phi`` on the arcs, 0 on self-loops: Hamming cost on heads."""
-        return np.where(self.arc_mask, 1.0 - np.asarray(phi, dtype=np.float64), 0.0)
-
-    def cost(self, y_pred, y_true):
-        """Number of words with a wrong head, per sentence."""
-        wrong = (self._y(y_pred) != self._y(y_true)).astype(np.float64)
-        return np.add.reduceat(wrong, self.word_off[:-1])
-
-    def cost_bounds(self):
-        return self.lengths.astype(np.float64), 1.0
-
     # ------------------------------------------------------------ oracles
-    def marginals(self, theta):
-        """Arc marginals under ``p(y) ~ exp <theta, phi(y)>``."""
-        return self.marginals_and_log_partition(theta)[0]
-
     def marginals_and_log_partition(self, theta):
         """Matrix-tree theorem, or inside-outside when ``projective``;
         returns ``(mu, logZ)``."""
