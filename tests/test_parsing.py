@@ -282,3 +282,14 @@ def test_sklearn_integration_and_warm_start():
     est.fit(X, y)
     assert est.vectorizer_ is vec
     assert clone(est).get_params()["loss"] == "perceptron"
+
+
+def test_conllu_sentences_are_accepted_directly():
+    train = load_ewt("train")[:60]
+    heads = [s.heads for s in train]
+    a = DependencyParser(loss="perceptron", max_iter=2, random_state=0).fit(train, heads)
+    b = DependencyParser(loss="perceptron", max_iter=2, random_state=0).fit(
+        [s.tokens for s in train], heads)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert [list(h) for h in a.predict(train[:5])] == [list(h) for h in b.predict(
+        [s.tokens for s in train[:5]])]
