@@ -80,6 +80,7 @@ from sklearn.utils import murmurhash3_32
 from sklearn.utils.validation import check_is_fitted
 
 from .kernels.arcs import TEMPLATES, arc_feature_ids, build_table, gold_arc_keys, template_names
+from .kernels.tree import validate_heads
 
 __all__ = ["ArcVectorizer", "TokenVectorizer"]
 
@@ -804,10 +805,27 @@ class ArcVectorizer(BaseEstimator):
         Parameters
         ----------
         X : list of sentences (lists of token dicts, or ConlluSentence)
-        heads : list of head arrays (validated trees, 1-based, 0 = root)
+        heads : list of head arrays (trees: 1-based heads, 0 = root), one per
+            sentence and as long as it
         """
+        self._fit(X, heads)
+        return self
+
+    def fit_transform(self, X, heads):
+        """Fit, then return ``transform(X)`` (one scan of ``X``)."""
+        return self._fit(X, heads)
+
+    def _fit(self, X, heads):
         self._check_params()
         cols, word_off = sentence_attributes(X, prefix_length=self.prefix_length)
+        if len(heads) != len(word_off) - 1:
+            raise ValueError(f"X has {len(word_off) - 1} sentences but heads has "
+                             f"{len(heads)} head arrays.")
+        for i, (n, h) in enumerate(zip(np.diff(word_off), heads)):
+            if len(h) != n:
+                raise ValueError(f"sentence {i} has {n} words but its head array has "
+                                 f"{len(h)} entries.")
+        flat_heads, _ = validate_heads(list(heads), single_root=False)
         vocabularies = []
         for values in cols:
             vocab = {}
@@ -816,10 +834,6 @@ class ArcVectorizer(BaseEstimator):
                     vocab[v] = len(vocab) + 3
             vocabularies.append(vocab)
         A = self._ids(cols, vocabularies)
-        flat_heads = np.concatenate([np.asarray(h, dtype=np.int64) for h in heads])
-        if len(flat_heads) != word_off[-1]:
-            raise ValueError(f"heads have {len(flat_heads)} entries in total but the "
-                             f"sentences have {word_off[-1]} words.")
         keys, tmpl = gold_arc_keys(A, word_off, flat_heads, TEMPLATES)
         order = np.argsort(keys, kind="stable")
         keys, tmpl = keys[order], tmpl[order]
@@ -839,10 +853,11 @@ class ArcVectorizer(BaseEstimator):
         self.vocabularies_ = vocabularies
         self.n_features_ = len(uniq)
         self.template_names_ = template_names()
-        return self
+        return A, word_off
 
     def transform(self, X):
-        """Token attribute ids ``A`` (n_words, 5) int32 and word offsets."""
+        """Token attribute ids ``A`` (n_words, len(ATTRIBUTES)) int32 and word
+        offsets."""
         check_is_fitted(self, "vocabularies_")
         cols, word_off = sentence_attributes(X, prefix_length=self.prefix_length)
         return self._ids(cols, self.vocabularies_), word_off

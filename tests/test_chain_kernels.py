@@ -305,7 +305,7 @@ def test_sparsemap_ragged_chain(seed, K):
     _, theta, part_off, tok_off, blocks = make_batch(seed, K, scale=1.5, max_len=4)
     lengths = np.diff(tok_off)
     n_unary = (lengths * K).astype(np.int64)
-    params, params_off = chain_block_params(part_off, tok_off, K)
+    params, params_off = chain_block_params(tok_off, K)
     assert_array_equal(params_off, 2 * np.arange(len(lengths) + 1))
     assert_array_equal(params.reshape(-1, 2), np.column_stack([lengths, np.full_like(lengths, K)]))
     mu = sparsemap_active_set_ragged(theta, part_off, n_unary, chain_map, params, params_off,

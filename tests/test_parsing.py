@@ -15,6 +15,7 @@ from structlearn.kernels.tree import validate_heads
 from structlearn.losses import CRF, Projection
 from structlearn.metrics import uas
 from structlearn.solvers import objective
+from tree_brute import is_projective, is_tree
 
 ALL_LOSSES = ["perceptron", "hinge", "hinge-approx-slack", "poslearn", "crf", "sparsemap",
               "m-sparsemap", "projection", "squared",
@@ -41,19 +42,6 @@ def ewt():
     tr, te = load_ewt("train"), load_ewt("test")
     return ([s.tokens for s in tr], [s.heads for s in tr],
             [s.tokens for s in te], [s.heads for s in te])
-
-
-def is_tree(h, single_root=True):
-    try:
-        validate_heads([list(h)], single_root)
-    except ValueError:
-        return False
-    return True
-
-
-def is_projective(h):
-    arcs = [(min(d, m), max(d, m)) for m, d in enumerate(h, start=1)]
-    return not any(a < c < b < d for a, b in arcs for c, d in arcs)
 
 
 # ------------------------------------------------------------------ features
@@ -136,6 +124,33 @@ def test_vectorizer_min_freq_and_errors():
         ArcVectorizer().fit([[{"upos": "X"}]], [[0]])
     with pytest.raises(ValueError, match="token dict"):
         ArcVectorizer().fit([["word"]], [[0]])
+    # lengths that only agree in total are caught per sentence
+    two = [[{"form": "a"}, {"form": "b"}], [{"form": "c"}]]
+    with pytest.raises(ValueError, match="sentence 0 has 2 words but its head array has 1"):
+        ArcVectorizer().fit(two, [[0], [0, 1]])
+    with pytest.raises(ValueError, match="2 sentences but heads has 1"):
+        ArcVectorizer().fit(two, [[0, 1]])
+    with pytest.raises(ValueError, match="sentence 0"):   # head 7 does not exist
+        ArcVectorizer().fit(two, [[0, 7], [0]])
+
+
+def test_feats_dicts_and_strings_give_the_same_attribute():
+    a = [{"form": "x", "feats": {"Number": "Sing", "Case": "Nom"}}, {"form": "y"}]
+    b = [{"form": "x", "feats": "Case=Nom|Number=Sing"}, {"form": "y", "feats": None}]
+    vec = ArcVectorizer().fit([a], [[0, 1]])
+    A1, _ = vec.transform([a])
+    A2, _ = vec.transform([b])
+    np.testing.assert_array_equal(A1, A2)
+    assert A1[0, 5] >= 3 and A1[1, 5] == vec.vocabularies_[5]["_"]
+
+
+def test_fit_transform_equals_fit_then_transform():
+    X, y = toy_data(15)
+    A1, off1 = ArcVectorizer().fit_transform(X, y)
+    vec = ArcVectorizer().fit(X, y)
+    A2, off2 = vec.transform(X)
+    np.testing.assert_array_equal(A1, A2)
+    np.testing.assert_array_equal(off1, off2)
 
 
 # ------------------------------------------------------------------ problem
@@ -167,6 +182,19 @@ def test_parser_problem_gradient_matches_finite_differences(projective):
     np.testing.assert_allclose(np.sort(np.concatenate([v1, v2])), np.sort(vals))
 
 
+@pytest.mark.parametrize("loss, cached", [("sparsemap", True), ("m-sparsemap", True),
+                                          ("projection", True),
+                                          (Projection(set="tree"), True),
+                                          (Projection(set="simplex"), False), ("crf", False)],
+                         ids=str)
+def test_active_set_losses_get_warm_caches(loss, cached):
+    from structlearn.losses import get_loss
+
+    X, y = toy_data(6)
+    pb = make_problem(get_loss(loss), X, y)
+    assert all((st.warm_cache is not None) == cached for st in pb.structures)
+
+
 def test_sq_norms_count_the_gold_tree_features():
     X, y = toy_data(8)
     pb = make_problem(CRF(), X, y)
@@ -189,7 +217,7 @@ def test_every_loss_learns_the_toy_grammar_and_predicts_trees(loss):
     est = DependencyParser(loss=loss, alpha=1e-3, random_state=0, **kw).fit(X, y)
     Xt, yt = toy_data(20, seed=1)
     pred = est.predict(Xt)
-    assert all(is_tree(h) for h in pred)
+    assert all(is_tree(h, True) for h in pred)
     assert est.score(Xt, yt) > 0.9
 
 
@@ -198,7 +226,7 @@ def test_projective_and_multi_root_options(ewt):
     est = DependencyParser(loss="perceptron", projective=True, max_iter=2,
                            random_state=0).fit(X[:200], y[:200])
     pred = est.predict(Xt[:100])
-    assert all(is_tree(h) and is_projective(h) for h in pred)
+    assert all(is_tree(h, True) and is_projective(h) for h in pred)
     est = DependencyParser(loss="perceptron", single_root=False, max_iter=2,
                            random_state=0).fit(X[:200], y[:200])
     assert all(is_tree(h, single_root=False) for h in est.predict(Xt[:100]))
@@ -229,11 +257,11 @@ def test_marginals_sparse_outputs_and_decision_function():
     sm = DependencyParser(loss="sparsemap", alpha=1e-2).fit(X, y)
     for dist, sent in zip(sm.predict_sparse(Xt), Xt):
         assert abs(sum(w for _, w in dist) - 1.0) < 1e-9
-        assert all(is_tree(h) for h, _ in dist)
+        assert all(is_tree(h, True) for h, _ in dist)
         assert all(w1 >= w2 for (_, w1), (_, w2) in zip(dist, dist[1:]))
     cal = DependencyParser(loss=Projection(set="simplex", geometry="kl"),
                            decoding="calibrated", alpha=1e-2).fit(X, y)
-    assert all(is_tree(h) for h in cal.predict(Xt))
+    assert all(is_tree(h, True) for h in cal.predict(Xt))
 
 
 def test_hinge_slack_is_refused_with_a_clear_error():
@@ -266,6 +294,8 @@ def test_bad_input_errors_and_failed_fit_leaves_the_model_unchanged():
         est.fit(X, y[:-1] + ["abc"])
     with pytest.raises(ValueError, match="bool"):
         clone(est).set_params(projective="yes").fit(X, y)
+    with pytest.raises(ValueError, match="min_freq must be an int >= 1"):
+        clone(est).set_params(min_freq=0).fit(X, y)
     np.testing.assert_array_equal(est.coef_, coef)
     with pytest.raises(ValueError, match="list of sentences"):
         est.predict("a sentence")

@@ -23,16 +23,25 @@ from structlearn.structures.base import SupportCache
 from structlearn.structures.chain import Chain
 
 
-def chain_active_set_warm(theta, part_off, tok_off, nu, K, oracle, max_iter, tol, *start):
+def warm_chain(st, theta, nu, *start):
     """The generic warm ragged kernel on a chain batch (supports as tags)."""
-    lengths = np.diff(tok_off)
-    params = np.empty(2 * len(lengths))
-    params[0::2], params[1::2] = lengths, K
-    params_off = np.arange(0, 2 * len(lengths) + 1, 2, dtype=np.int64)
+    params, params_off = st._oracle_params_batch()
     return sparsemap_active_set_warm_ragged(
-        theta, part_off, nu, oracle, chain_encode_codes, params, params_off,
-        lengths.astype(np.int64), np.full(len(lengths), K, dtype=np.int64), max_iter, tol,
+        theta, st.part_off, nu, chain_map, chain_encode_codes, params, params_off,
+        st.lengths.astype(np.int64), np.full(st.n, st.n_tags, dtype=np.int64), 1000, 1e-9,
         *start)
+
+
+def check_chain_supports(st, mu, tags, w, sup_off):
+    """The cached tag sequences and weights of every sequence reproduce mu."""
+    V = st.encode_supports(tags, sup_off)
+    pos = 0
+    for i in range(st.n):
+        a, b = st.part_off[i], st.part_off[i + 1]
+        m = sup_off[i + 1] - sup_off[i]
+        Vi = V[pos:pos + m * (b - a)].reshape(m, b - a)
+        pos += m * (b - a)
+        check_support(mu[a:b], Vi, w[sup_off[i]:sup_off[i + 1]])
 
 
 def random_batch(seed, n=12, k=4, max_len=7, scale=1.0):
@@ -126,8 +135,7 @@ def test_cold_kernel_is_the_warm_kernel_with_an_empty_start():
     nu = st.n_unary.astype(np.int64)
     mu_c = sparsemap_active_set_ragged(theta, st.part_off, nu, chain_map, params, params_off,
                                        1000, 1e-9)
-    mu_w, _, _, _ = chain_active_set_warm(theta, st.part_off, st.tok_off, nu, st.n_tags,
-                                          chain_map, 1000, 1e-9, *_empty_start(st))
+    mu_w, _, _, _ = warm_chain(st, theta, nu, *_empty_start(st))
     np.testing.assert_array_equal(mu_w, mu_c)
 
 
@@ -140,21 +148,13 @@ def test_warm_chain_kernel_returns_supports_that_reproduce_mu():
         theta = [0.2, 1.0, 5.0, 1.0][rep] * rng.randn(st.n_parts)
         mu_c = sparsemap_active_set_ragged(theta, st.part_off, nu, chain_map, params,
                                            params_off, 1000, 1e-9)
-        mu, tags, w, sup_off = chain_active_set_warm(theta, st.part_off, st.tok_off, nu,
-                                                     st.n_tags, chain_map, 1000, 1e-9, *start)
+        mu, tags, w, sup_off = warm_chain(st, theta, nu, *start)
         start = (tags, w, sup_off)
         np.testing.assert_allclose(mu, mu_c, atol=1e-8)
         assert sup_off[0] == 0 and np.all(np.diff(sup_off) >= 1)
         assert len(w) == sup_off[-1]
         assert len(tags) == np.sum(np.diff(sup_off) * st.lengths)
-        V = st.encode_supports(tags, sup_off)
-        pos = 0
-        for i in range(st.n):
-            a, b = st.part_off[i], st.part_off[i + 1]
-            m = sup_off[i + 1] - sup_off[i]
-            Vi = V[pos:pos + m * (b - a)].reshape(m, b - a)
-            pos += m * (b - a)
-            check_support(mu[a:b], Vi, w[sup_off[i]:sup_off[i + 1]])
+        check_chain_supports(st, mu, tags, w, sup_off)
 
 
 # ------------------------------------------------------------------ chain
@@ -179,14 +179,7 @@ def test_chain_warm_cache_gives_the_cold_solution(kind):
         tags, w, sup_off = st.warm_cache.entries[kind]
         assert tags.dtype == np.int16 and len(w) == sup_off[-1]
         # the stored tag sequences reproduce mu
-        V = st.encode_supports(tags, sup_off)
-        pos = 0
-        for i in range(st.n):
-            a, b = st.part_off[i], st.part_off[i + 1]
-            m = sup_off[i + 1] - sup_off[i]
-            Vi = V[pos:pos + m * (b - a)].reshape(m, b - a)
-            pos += m * (b - a)
-            check_support(mu_w[a:b], Vi, w[sup_off[i]:sup_off[i + 1]])
+        check_chain_supports(st, mu_w, tags, w, sup_off)
     assert cold.warm_cache is None
 
 
@@ -314,3 +307,18 @@ def test_tree_warm_cache_gives_the_cold_optimum(single_root, projective):
     codes, w, sup_off = warm.warm_cache.get("sparsemap", warm.n)
     assert len(codes) == np.sum(np.diff(sup_off) * lengths)  # one head per word
     assert np.all(codes <= np.repeat(lengths, np.diff(sup_off) * lengths))
+
+
+def test_uses_active_set_follows_the_structures_marginal_set():
+    from structlearn.estimators._base import uses_active_set
+    from structlearn.losses import get_loss
+    from structlearn.structures import Tree
+
+    for cls, own in ((Chain, "chain"), (Tree, "tree")):
+        assert uses_active_set(get_loss("sparsemap"), cls)
+        assert uses_active_set(get_loss("projection"), cls)          # set='marginal'
+        assert uses_active_set(Projection(set=own), cls)
+        assert not uses_active_set(get_loss("crf"), cls)
+    assert not uses_active_set(Projection(set="cube"), Chain)
+    assert not uses_active_set(Projection(set="simplex", geometry="kl"), Tree)
+    assert not uses_active_set(Projection(set="tree"), Chain)

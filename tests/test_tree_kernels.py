@@ -7,9 +7,6 @@ encoded, scored, summed over and maximised with plain numpy.  SparseMAP is
 compared with a generic QP over the convex hull of the enumerated vertices.
 """
 
-import functools
-import itertools
-
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -29,14 +26,12 @@ from structlearn.kernels.tree import (
     _mtt_forward_linear,
     best_trees_excluding,
     check_heads,
-    eisner_batch,
     eisner_heads,
     encode_heads_batch,
     inside_outside,
-    inside_outside_batch,
+    map_batch,
+    marginals_batch,
     matrix_tree,
-    matrix_tree_batch,
-    mst_batch,
     mst_heads,
     poslearn_violators_batch,
     score_heads_batch,
@@ -48,6 +43,7 @@ from structlearn.kernels.tree import (
     tree_score,
     validate_heads,
 )
+from tree_brute import all_trees, is_projective, is_tree
 
 SEEDS = [0, 1, 2]
 NS = [1, 2, 3, 4, 5]
@@ -57,41 +53,6 @@ CONFIGS = [(single, proj) for single in (False, True) for proj in (False, True)]
 # ---------------------------------------------------------------------------
 # Independent references
 # ---------------------------------------------------------------------------
-def is_tree(heads):
-    n = len(heads)
-    for m in range(1, n + 1):
-        v, steps = m, 0
-        while v != 0:
-            v = heads[v - 1]
-            steps += 1
-            if steps > n:
-                return False
-    return True
-
-
-def is_projective(heads):
-    spans = [(min(h, m), max(h, m)) for m, h in enumerate(heads, start=1)]
-    return not any(a < c < b < d for a, b in spans for c, d in spans)
-
-
-@functools.lru_cache(maxsize=None)
-def _trees(n, single_root, projective):
-    out = []
-    for heads in itertools.product(range(n + 1), repeat=n):
-        if not is_tree(heads):
-            continue
-        if single_root and sum(h == 0 for h in heads) != 1:
-            continue
-        if projective and not is_projective(heads):
-            continue
-        out.append(heads)
-    return np.array(out, dtype=np.int64)
-
-
-def all_trees(n, single_root, projective):
-    return _trees(n, bool(single_root), bool(projective)).copy()
-
-
 def encode(H, n):
     """``(T, n, n + 1)`` encodings of the rows of ``H``."""
     phi = np.zeros((len(H), n, n + 1))
@@ -465,10 +426,8 @@ def test_arc_offsets_and_block_params():
 @pytest.mark.parametrize("single_root,projective", CONFIGS)
 def test_batch_agrees_with_single_calls(single_root, projective):
     theta, arc_off, word_off, blocks = make_batch(61)
-    map_batch = eisner_batch if projective else mst_batch
-    marg_batch = inside_outside_batch if projective else matrix_tree_batch
-    heads = map_batch(theta, arc_off, word_off, single_root)
-    mu, logZ = marg_batch(theta, arc_off, word_off, single_root)
+    heads = map_batch(theta, arc_off, word_off, single_root, projective)
+    mu, logZ = marginals_batch(theta, arc_off, word_off, single_root, projective)
     assert mu.shape == theta.shape and logZ.shape == (len(blocks),)
     rng = np.random.default_rng(62)
     gold = []

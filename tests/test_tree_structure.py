@@ -8,8 +8,6 @@ then scored, summed over and maximised with plain numpy.  Every loss of
 checked by finite differences.
 """
 
-import functools
-import itertools
 
 import numpy as np
 import pytest
@@ -29,6 +27,7 @@ from structlearn.losses import (
 )
 from structlearn.structures.base import IntractableError
 from structlearn.structures.tree import Tree
+from tree_brute import all_trees, is_projective, is_tree
 
 CONFIGS = [(single, proj) for single in (True, False) for proj in (False, True)]
 CONFIG_IDS = [f"{'single' if s else 'multi'}-{'proj' if p else 'nonproj'}"
@@ -40,42 +39,6 @@ SMALL = [1, 2, 3, 4, 1, 3]
 # ---------------------------------------------------------------------------
 # Brute force
 # ---------------------------------------------------------------------------
-def _acyclic(heads):
-    n = len(heads)
-    for m in range(1, n + 1):
-        v = m
-        for _ in range(n + 1):
-            if v == 0:
-                break
-            v = heads[v - 1]
-        if v != 0:
-            return False
-    return True
-
-
-def _projective(heads):
-    arcs = [tuple(sorted((h, m))) for m, h in enumerate(heads, start=1)]
-    return not any(a < c < b < d for a, b in arcs for c, d in arcs)
-
-
-@functools.lru_cache(maxsize=None)
-def _enumerate(n, single_root, projective):
-    keep = []
-    for heads in itertools.product(range(n + 1), repeat=n):
-        if any(h == m for m, h in enumerate(heads, start=1)) or not _acyclic(heads):
-            continue
-        if single_root and heads.count(0) != 1:
-            continue
-        if projective and not _projective(heads):
-            continue
-        keep.append(heads)
-    return np.array(keep, dtype=np.int64)
-
-
-def trees(n, single_root, projective):
-    return _enumerate(n, bool(single_root), bool(projective))
-
-
 def onehot(H, n):
     """Flat encodings ``(T, n (n + 1))`` of the head arrays in ``H``."""
     phi = np.zeros((len(H), n, n + 1))
@@ -87,11 +50,11 @@ def onehot(H, n):
 def assert_tree(heads, single_root, projective):
     heads = tuple(int(h) for h in heads)
     assert all(0 <= h <= len(heads) and h != m for m, h in enumerate(heads, start=1))
-    assert _acyclic(heads)
+    assert is_tree(heads)
     if single_root:
         assert heads.count(0) == 1
     if projective:
-        assert _projective(heads)
+        assert is_projective(heads)
 
 
 def make(lengths=LENGTHS, single_root=True, projective=False, seed=0, scale=1.0):
@@ -102,7 +65,7 @@ def make(lengths=LENGTHS, single_root=True, projective=False, seed=0, scale=1.0)
     theta = rng.normal(scale=scale, size=st.n_parts)
     gold = []
     for n in lengths:
-        H = trees(n, single_root, projective)
+        H = all_trees(n, single_root, projective)
         gold.append(H[rng.integers(len(H))])
     y, _ = validate_heads(gold, single_root)
     return st, theta, y
@@ -112,7 +75,7 @@ def sentences(st, theta, y):
     """Per sentence: ``(n, flat scores, gold heads, enumerated trees, encodings)``."""
     for i in range(st.n):
         n = int(st.lengths[i])
-        H = trees(n, st.single_root, st.projective)
+        H = all_trees(n, st.single_root, st.projective)
         yield (n, theta[st.part_off[i]:st.part_off[i + 1]],
                y[st.word_off[i]:st.word_off[i + 1]], H, onehot(H, n))
 
@@ -132,10 +95,10 @@ def test_enumeration_counts():
     # n^(n-1) single-root and (n+1)^(n-1) trees (Cayley); projective:
     # binom(3n, n) / (2n + 1) trees, of which 1, 2, 7, 30 have a single root
     # (for n = 3: root child 1 or 3 with 3 subtrees each, or 2 with one).
-    assert [len(trees(n, True, False)) for n in range(1, 5)] == [1, 2, 9, 64]
-    assert [len(trees(n, False, False)) for n in range(1, 5)] == [1, 3, 16, 125]
-    assert [len(trees(n, True, True)) for n in range(1, 5)] == [1, 2, 7, 30]
-    assert [len(trees(n, False, True)) for n in range(1, 5)] == [1, 3, 12, 55]
+    assert [len(all_trees(n, True, False)) for n in range(1, 5)] == [1, 2, 9, 64]
+    assert [len(all_trees(n, False, False)) for n in range(1, 5)] == [1, 3, 16, 125]
+    assert [len(all_trees(n, True, True)) for n in range(1, 5)] == [1, 2, 7, 30]
+    assert [len(all_trees(n, False, True)) for n in range(1, 5)] == [1, 3, 12, 55]
 
 
 def test_construction_and_layout():
@@ -491,7 +454,7 @@ def test_cost_vector_gives_the_hamming_distance(single_root, projective):
     L_max, gap = st.cost_bounds()
     assert_array_equal(L_max, st.lengths)
     assert gap == 1.0
-    Hs = [trees(n, single_root, projective) for n in st.lengths]
+    Hs = [all_trees(n, single_root, projective) for n in st.lengths]
     for _ in range(30):
         a = [H[rng.integers(len(H))] for H in Hs]
         b = [H[rng.integers(len(H))] for H in Hs]
@@ -519,7 +482,7 @@ def test_calibrated_decode_returns_trees_minimising_expected_cost(single_root, p
     for _ in range(5):
         parts, Q = [], []
         for n in st.lengths:
-            H = trees(n, single_root, projective)
+            H = all_trees(n, single_root, projective)
             q = rng.dirichlet(np.ones(len(H)) * 0.3)
             parts.append(q @ onehot(H, n))
             Q.append((H, q))

@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ..losses import Perceptron, get_loss
+from ..losses import Perceptron, Projection, SparseMAP, get_loss
 from ..solvers import LinearProblem, _scores, cutting_plane, lbfgs, sgd
 
 SOLVERS = ("auto", "lbfgs", "sgd", "cutting-plane")
@@ -16,6 +16,17 @@ DECODINGS = ("map", "calibrated")
 #: objective improvement 1e-4 (3 epochs of patience); cutting-plane relative
 #: duality gap 1e-4.
 DEFAULT_TOL = {"lbfgs": 1e-5, "sgd": 1e-4, "cutting-plane": 1e-4}
+
+
+def uses_active_set(loss, structure_cls):
+    """Whether training runs the SparseMAP active set on every sample: the
+    SparseMAP losses, and the Euclidean projection onto the marginal
+    polytope of a structure whose projection is an active-set solve
+    (``structure_cls.marginal_set``: chains, trees)."""
+    if isinstance(loss, SparseMAP):
+        return True
+    return isinstance(loss, Projection) and \
+        loss.set in ("marginal", getattr(structure_cls, "marginal_set", None))
 
 
 class StructuredLinearModel(BaseEstimator):

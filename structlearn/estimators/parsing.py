@@ -9,19 +9,15 @@ from sklearn.utils.validation import check_is_fitted
 from ..feature_extraction import ArcVectorizer
 from ..kernels.arcs import arc_grad, arc_scores
 from ..kernels.tree import tree_arc_offsets, validate_heads
-from ..losses import Perceptron, SparseMAP, get_loss
+from ..losses import Perceptron, get_loss
 from ..metrics import uas
 from ..solvers import n_workers, sgd, thread_map
 from ..structures.base import SupportCache
 from ..structures.tree import Tree
-from ._base import StructuredLinearModel
+from ._base import StructuredLinearModel, uses_active_set
 
 #: Sentences per chunk of a full pass.
 CHUNK_SENTENCES = 256
-
-
-def _uses_active_set(loss):
-    return isinstance(loss, SparseMAP) or getattr(loss, "set", None) == "tree"
 
 
 class _ArcCache:
@@ -83,7 +79,7 @@ class ParserProblem:
         self.penalized = np.ones(self.n_params, dtype=bool)
         self.n_threads = n_workers(n_jobs, len(cache.chunks))
         self.structures = [self._structure(a, b) for a, b in cache.ranges]
-        if _uses_active_set(loss):
+        if uses_active_set(loss, Tree):
             # the chunks' structures persist across evaluations of full
             # passes: each active-set solve starts from the supports of the
             # previous evaluation (mini-batches are not cached)
@@ -268,11 +264,10 @@ class DependencyParser(StructuredLinearModel):
         warm = self.warm_start and hasattr(self, "vectorizer_")
         if warm:
             vec = self.vectorizer_
+            A, _ = vec.transform(X)
         else:
-            vec = ArcVectorizer(min_freq=self.min_freq).fit(X, list(y))
-        A, word_off2 = vec.transform(X)
-        if not np.array_equal(word_off, word_off2):  # guarded above; defensive
-            raise ValueError("sentence lengths and head arrays disagree.")
+            vec = ArcVectorizer(min_freq=self.min_freq)
+            A, _ = vec.fit_transform(X, list(y))
         n_threads = n_workers(self.n_jobs, len(word_off) - 1)
         cache = _ArcCache(vec, A, word_off, n_threads)
         if self.verbose:
@@ -284,7 +279,7 @@ class DependencyParser(StructuredLinearModel):
                                 vec.n_features_, self.n_jobs)
         if warm and len(self.coef_) == problem.n_params:
             z0 = self.coef_.copy()
-        elif _uses_active_set(loss):
+        elif uses_active_set(loss, Tree):
             # one averaged-perceptron epoch moves the active set out of its
             # slowest regime (near-uniform mixtures at zero scores)
             pb0 = ParserProblem(cache, heads, Perceptron(), self.single_root,

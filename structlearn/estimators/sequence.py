@@ -18,11 +18,11 @@ from ..kernels.linear import (
     support_grad,
     support_scores,
 )
-from ..losses import Perceptron, Projection, SparseMAP, get_loss
+from ..losses import Perceptron, get_loss
 from ..solvers import n_workers, sgd, thread_map
 from ..structures.base import SupportCache
 from ..structures.chain import Chain
-from ._base import StructuredLinearModel
+from ._base import StructuredLinearModel, uses_active_set
 
 FEATURE_SUPPORTS = ("observed", "all")
 
@@ -49,13 +49,6 @@ def _check_label_sequences(y, n):
                 raise ValueError(f"y[{i}][{t}] = {lab!r} is not hashable.") from None
         out.append(seq)
     return out
-
-
-def _uses_active_set(loss):
-    """Whether training calls the SparseMAP active set on every sequence."""
-    if isinstance(loss, SparseMAP):
-        return True
-    return isinstance(loss, Projection) and loss.set in ("marginal", "chain")
 
 
 def _sorted_labels(labels):
@@ -185,7 +178,7 @@ class ChainProblem:
         self.n_threads = n_workers(n_jobs, self.n_samples)
         self.chunks = _contiguous_chunks(self.tokens, self.tok_off, self.y, K,
                                          self.n_threads)
-        if _uses_active_set(loss):
+        if uses_active_set(loss, Chain):
             # The chunks persist across evaluations of full passes: each
             # active-set solve starts from the supports of the previous
             # evaluation of the same sentences (mini-batches are not cached).
@@ -421,7 +414,7 @@ class SequenceTagger(StructuredLinearModel):
                                loss, self.fit_intercept, self.n_jobs)
         if warm and len(self._z) == problem.n_params:
             z0 = self._z.copy()
-        elif _uses_active_set(loss):
+        elif uses_active_set(loss, Chain):
             # The active set is slowest at near-zero scores, whose SparseMAP
             # solutions are near-uniform mixtures of hundreds of sequences;
             # one averaged-perceptron epoch moves the start out of that

@@ -827,7 +827,7 @@ def chain_map(eta, params, out):
 
 
 @njit(cache=True, nogil=True)
-def chain_block_params(part_off, tok_off, K):
+def chain_block_params(tok_off, K):
     """Per-sequence ``[L_i, K]`` parameters for :func:`chain_map`.
 
     Returns ``(params_flat, params_off)`` with ``params_flat[params_off[i]:

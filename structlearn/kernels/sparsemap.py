@@ -292,6 +292,22 @@ def _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary):
 
 
 @njit(cache=True)
+def _gram_append(G, V, slot, m, nzi, nnzu):
+    """Row and column ``m`` of the Gram matrix of the active vertices'
+    unary parts, for the vertex just stored in slot ``slot[m]`` (its unary
+    nonzeros are ``nzi[sl, :nnzu[sl]]``, see :func:`_store_vertex`)."""
+    sl = slot[m]
+    for i in range(m + 1):
+        si = slot[i]
+        g = 0.0
+        for k in range(nnzu[sl]):
+            q = nzi[sl, k]
+            g += V[si, q] * V[sl, q]
+        G[i, m] = g
+        G[m, i] = g
+
+
+@njit(cache=True)
 def _grow_rows(A, n):
     """``A`` with its first dimension enlarged to ``n`` (new rows zero)."""
     B = np.zeros((n,) + A.shape[1:], dtype=A.dtype)
@@ -448,19 +464,8 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
         sl = free[nfree]
         slot[m] = sl
         _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary)
-        for i in range(m):
-            si = slot[i]
-            g = 0.0
-            for k in range(nnzu[sl]):
-                q = nzi[sl, k]
-                g += V[si, q] * out[q]
-            G[i, m] = g
-            G[m, i] = g
-        g = 0.0
-        for k in range(nnzu[sl]):
-            q = nzi[sl, k]
-            g += out[q] * out[q]
-        G[m, m] = g
+        _gram_append(G, V, slot, m, nzi, nnzu)
+        g = G[m, m]
         scores[m] = np.dot(eta, out)
         if m == 0:
             c = g if g > 0.0 else 1.0
@@ -594,15 +599,12 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
             break
         # Nonzeros of the new vertex, for the sparse inner products below.
         k_o = 0
-        k_ou = 0
         nrm_o = 0.0
         for q in range(p):
             v = out[q]
             if v != 0.0:
                 onz[k_o] = q
                 k_o += 1
-                if q < n_unary:
-                    k_ou += 1
                 nrm_o += v * v
         dup = -1
         for i in range(m):
@@ -650,19 +652,7 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
             sl = free[nfree]
             slot[m] = sl
             _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary)
-            for i in range(m):
-                si = slot[i]
-                g = 0.0
-                for k in range(k_ou):
-                    q = onz[k]
-                    g += V[si, q] * out[q]
-                G[i, m] = g
-                G[m, i] = g
-            g = 0.0
-            for k in range(k_ou):
-                q = onz[k]
-                g += out[q] * out[q]
-            G[m, m] = g
+            _gram_append(G, V, slot, m, nzi, nnzu)
             scores[m] = np.dot(eta, out)
             y[m] = 0.0
             piv = _chol_append(Lf, G, c, m, lrow)

@@ -1063,28 +1063,20 @@ def tree_block_params(word_off, single_root, projective):
 
 # ------------------------------------------------------------ batch kernels
 @njit(cache=True, nogil=True)
-def mst_batch(theta, arc_off, word_off, single_root):
-    """:func:`mst_heads` for every sentence; flat int64 heads."""
+def map_batch(theta, arc_off, word_off, single_root, projective):
+    """MAP tree of every sentence (:func:`mst_heads`, or :func:`eisner_heads`
+    when ``projective``); flat int64 heads."""
     heads = np.empty(word_off[-1], dtype=np.int64)
     for i in range(word_off.shape[0] - 1):
         S = _block(theta, arc_off, word_off, i)
-        _mst_into(S, single_root, -1, -1, heads, word_off[i])
+        _map_into(S, single_root, projective, -1, -1, heads, word_off[i])
     return heads
 
 
 @njit(cache=True, nogil=True)
-def eisner_batch(theta, arc_off, word_off, single_root):
-    """:func:`eisner_heads` for every sentence; flat int64 heads."""
-    heads = np.empty(word_off[-1], dtype=np.int64)
-    for i in range(word_off.shape[0] - 1):
-        S = _block(theta, arc_off, word_off, i)
-        _eisner_into(S, single_root, -1, -1, heads, word_off[i])
-    return heads
-
-
-@njit(cache=True, nogil=True)
-def matrix_tree_batch(theta, arc_off, word_off, single_root):
-    """:func:`matrix_tree` for every sentence.
+def marginals_batch(theta, arc_off, word_off, single_root, projective):
+    """Arc marginals and log-partition of every sentence (:func:`matrix_tree`,
+    or :func:`inside_outside` when ``projective``).
 
     Returns ``(mu, logZ)``: flat marginals in the layout of ``theta`` and
     the log-partition function of every sentence.
@@ -1094,21 +1086,10 @@ def matrix_tree_batch(theta, arc_off, word_off, single_root):
     logZ = np.empty(n_sent)
     for i in range(n_sent):
         S = _block(theta, arc_off, word_off, i)
-        lz, muhm = _matrix_tree_impl(S, single_root, False)
-        logZ[i] = lz
-        _to_layout(muhm, mu, arc_off[i])
-    return mu, logZ
-
-
-@njit(cache=True, nogil=True)
-def inside_outside_batch(theta, arc_off, word_off, single_root):
-    """:func:`inside_outside` for every sentence; returns ``(mu, logZ)``."""
-    n_sent = word_off.shape[0] - 1
-    mu = np.zeros(arc_off[n_sent])
-    logZ = np.empty(n_sent)
-    for i in range(n_sent):
-        S = _block(theta, arc_off, word_off, i)
-        lz, muhm = _inside_outside_hm(S, single_root)
+        if projective:
+            lz, muhm = _inside_outside_hm(S, single_root)
+        else:
+            lz, muhm = _matrix_tree_impl(S, single_root, False)
         logZ[i] = lz
         _to_layout(muhm, mu, arc_off[i])
     return mu, logZ

@@ -3,6 +3,7 @@
 import numpy as np
 
 from ..kernels.chain import (
+    chain_block_params,
     chain_encode_codes,
     chain_map,
     encode_batch,
@@ -175,10 +176,7 @@ class Chain(RaggedStructure):
 
     # ---------------------------------------------------------- SparseMAP
     def _oracle_params_batch(self):
-        params = np.empty(2 * self.n)
-        params[0::2] = self.lengths
-        params[1::2] = self.n_tags
-        return params, np.arange(0, 2 * self.n + 1, 2, dtype=np.int64)
+        return chain_block_params(self.tok_off, self.n_tags)
 
     def _support_layout(self, sup_off):
         """Token and part offsets of the support vertices as a chain batch

@@ -10,11 +10,9 @@ from ..kernels.sparsemap import (
     sparsemap_conditional_gradient,
 )
 from ..kernels.tree import (
-    eisner_batch,
     encode_heads_batch,
-    inside_outside_batch,
-    matrix_tree_batch,
-    mst_batch,
+    map_batch,
+    marginals_batch,
     poslearn_violators_batch,
     score_heads_batch,
     second_best_batch,
@@ -319,8 +317,8 @@ class Tree(RaggedStructure):
 
     def argmax(self, theta):
         """MAP trees: Chu-Liu-Edmonds, or Eisner when ``projective``."""
-        kernel = eisner_batch if self.projective else mst_batch
-        return kernel(self._theta(theta), self.part_off, self.word_off, self.single_root)
+        return map_batch(self._theta(theta), self.part_off, self.word_off,
+                         self.single_root, self.projective)
 
     def scores(self, theta, y):
         return score_heads_batch(self._theta(theta), self._y(y), self.part_off,
@@ -330,8 +328,8 @@ class Tree(RaggedStructure):
     def marginals_and_log_partition(self, theta):
         """Matrix-tree theorem, or inside-outside when ``projective``;
         returns ``(mu, logZ)``."""
-        kernel = inside_outside_batch if self.projective else matrix_tree_batch
-        return kernel(self._theta(theta), self.part_off, self.word_off, self.single_root)
+        return marginals_batch(self._theta(theta), self.part_off, self.word_off,
+                               self.single_root, self.projective)
 
     def second_best(self, theta, y):
         """Best tree different from ``y`` per sentence (``y`` itself where it
@@ -369,8 +367,7 @@ class Tree(RaggedStructure):
         """
         theta = self._theta(theta)
         y = self._y(y)
-        viol = poslearn_violators_batch(theta, y, self.part_off, self.word_off,
-                                        self.single_root, self.projective)
+        viol, _ = self.word_violators(theta, y)
         return _poslearn_from_violators(theta, y, viol, self.part_off, self.word_off)
 
     def slack_violator(self, theta, y):
