@@ -71,7 +71,9 @@ non-decreasing, so the columns of template ``g`` form one contiguous block.
 
 import array
 import numbers
+import threading
 from collections.abc import Mapping
+from itertools import chain
 
 import numpy as np
 import scipy.sparse as sp
@@ -88,6 +90,8 @@ _INF = float("inf")
 #: inner-table key of the numeric / boolean feature named exactly like its
 #: top-level key (the empty suffix); a tuple never equals a string value.
 _NUM = ("",)
+#: entries remapped at a time in :func:`_assemble`
+_BLOCK = 1 << 20
 #: number of buckets of a template hashed with the full 31-bit hash.
 _FULL_HASH = 2 ** 31
 
@@ -147,29 +151,152 @@ def _expand_value(v, suffix, i, t, path):
                      f"or a list/tuple/set of str.")
 
 
-def _scan_dicts(X):
-    """One pass over dict tokens.
+class _Slow(Exception):
+    """Raised by the fast scan for any entry it does not handle itself; the
+    slow scan then redoes the whole input (and produces the error messages)."""
 
-    Every distinct (top-level key, inner key) gets a *provisional id* in order
-    of first appearance.  Returns ``(table, n_prov, indices, nz_pos, nz_val,
-    indptr, tok_off)`` where ``table[key][inner_key]`` is a provisional id
-    (``inner_key`` is the str value itself, or a 1-tuple ``(suffix,)``, see
-    :func:`_name`), ``indices`` holds the provisional id of every entry, and
-    every entry value is 1.0 except ``data[nz_pos] = nz_val``.
+
+#: side table of the fast scan: (id, value) of the numeric entries whose value
+#: is neither 0 nor 1, in scan order (per thread: several scans may run at once)
+_SIDE = threading.local()
+
+
+class _PairTable(dict):
+    """``(top-level key, inner key) -> id`` of every feature (see
+    :func:`_name` for inner keys), looked up in C by the fast scan.
+
+    ``grow=True`` (fit): a new pair gets the next id (``len(self)``; ids of
+    aliases leave gaps).  ``grow=False`` (transform): the values are columns
+    and an unseen pair maps to -1 (dropped) without being stored.
+
+    Besides the canonical pairs the table holds *aliases* that let the fast
+    scan look numeric values up in C: ``(key, True)`` -- equal to ``(key, 1)``
+    and ``(key, 1.0)`` -- maps to the id of the numeric feature ``key``
+    (value 1), and ``(key, False)`` -- equal to ``(key, 0)`` -- to -1
+    (a zero value is no feature).  :meth:`__missing__` handles every other
+    numeric value (id in the table, value in :data:`_SIDE`) and raises
+    :class:`_Slow` for anything unusual.
     """
-    table = {}          # top-level key -> {inner key -> provisional id}
-    n_prov = 0
-    # provisional ids as 32-bit ints (half the memory of the scan's largest
-    # buffer); more than 2**31 - 1 distinct features raises OverflowError
-    indices = array.array("i")
+
+    def __init__(self, grow):
+        super().__init__()
+        self.grow = grow
+
+    def __reduce__(self):
+        return (_restore_pair_table, (self.grow, dict(self)))
+
+    def __missing__(self, pair):
+        k, v = pair
+        if type(k) is not str:
+            raise _Slow
+        if type(v) is str:
+            if not self.grow:
+                return -1
+            j = self[pair] = len(self)
+            return j
+        if not isinstance(v, (numbers.Real, np.bool_)):
+            raise _Slow
+        try:
+            x = float(v)
+        except (OverflowError, TypeError, ValueError):
+            raise _Slow from None
+        if not (-_INF < x < _INF):
+            raise _Slow
+        if x == 0.0:
+            if self.grow:
+                self[pair] = -1
+            return -1
+        num = (k, _NUM)
+        j = self.get(num)
+        if j is None:
+            if not self.grow:
+                return -1
+            j = self[num] = len(self)
+        if x == 1.0:
+            if self.grow:
+                self[pair] = j
+            return j
+        side = _SIDE.entries
+        side.append(j)
+        side.append(x)
+        return -2 - (len(side) // 2 - 1)
+
+
+def _restore_pair_table(grow, items):
+    table = _PairTable(grow)
+    table.update(items)
+    return table
+
+
+def _canonical(inner):
+    """Whether an inner key is a feature (str value or 1-tuple suffix) rather
+    than a numeric alias of the fast scan."""
+    return type(inner) is str or type(inner) is tuple
+
+
+def _scan_fast(X, table):
+    """Entries of every token looked up in ``table`` at C speed (a miss calls
+    ``table.__missing__``).  Returns ``(codes, nz_pos, nz_val, indptr,
+    tok_off)`` like :func:`_scan_slow`; raises :class:`_Slow` (or TypeError,
+    for a non-dict token or an unhashable value) when the slow scan is
+    needed."""
+    tokens = list(chain.from_iterable(X))
+    tok_off = np.zeros(len(X) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, X), dtype=np.int64, count=len(X)), out=tok_off[1:])
+    indptr = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)),
+              out=indptr[1:])
+    n_entries = int(indptr[-1])
+    # ids < len(table) + 2 per entry (a pair and its alias), side codes > -2 - n
+    small = len(table) + 2 * n_entries + 2 < 2 ** 31
+    _SIDE.entries = side = []
+    try:
+        codes = np.fromiter(map(table.__getitem__,
+                                chain.from_iterable(map(dict.items, tokens))),
+                            dtype=np.int32 if small else np.int64, count=n_entries)
+    finally:
+        _SIDE.entries = None
+    del tokens
+    nz_pos = np.flatnonzero(codes <= -2)
+    if len(nz_pos):
+        side = np.asarray(side, dtype=np.float64).reshape(-1, 2)
+        k = -2 - codes[nz_pos]
+        codes[nz_pos] = side[k, 0].astype(codes.dtype)
+        nz_val = side[k, 1]
+    else:
+        nz_val = np.empty(0, dtype=np.float64)
+    return codes, nz_pos, nz_val, indptr, tok_off
+
+
+def _scan_slow(X, table):
+    """Entries of every token in Python, for any input (and the errors).
+
+    Same contract as :func:`_scan_fast`: returns ``(codes, nz_pos, nz_val,
+    indptr, tok_off)`` where ``codes`` holds the id in ``table`` of every
+    entry (-1: dropped), ``indptr`` delimits the tokens' entries and
+    ``tok_off`` the sequences' tokens; every entry value is 1.0 except
+    ``data[nz_pos] = nz_val``.  With ``table.grow`` new pairs get new ids.
+    """
+    grow = table.grow
+    codes = array.array("q")
     nz_pos = array.array("q")
     nz_val = array.array("d")
     indptr = array.array("q", [0])
     tok_off = array.array("q", [0])
-    add = indices.append
+    add = codes.append
     add_pos = nz_pos.append
     add_val = nz_val.append
     add_row = indptr.append
+    get = table.get
+
+    def lookup(pair):
+        j = get(pair)
+        if j is None:
+            if not grow:
+                return -1
+            j = table[pair] = len(table)
+        return j
+
     for i, seq in enumerate(X):
         for t, tok in enumerate(seq):
             if type(tok) is not dict and not isinstance(tok, Mapping):
@@ -178,19 +305,12 @@ def _scan_dicts(X):
                     f"{_describe(tok)} ({tok!r:.60}). Every token of a dict sequence "
                     f"must be a dict {{feature_key: value}}.")
             for k, v in tok.items():
-                inner = table.get(k)
-                if inner is None:
-                    if not isinstance(k, str):
-                        raise ValueError(f"{_where(i, t)}: feature key {k!r} is "
-                                         f"{type(k).__name__}; feature keys must be str.")
-                    inner = table[k] = {}
+                if not isinstance(k, str):
+                    raise ValueError(f"{_where(i, t)}: feature key {k!r} is "
+                                     f"{type(k).__name__}; feature keys must be str.")
                 tv = type(v)
                 if tv is str:
-                    j = inner.get(v)
-                    if j is None:
-                        j = inner[v] = n_prov
-                        n_prov += 1
-                    add(j)
+                    add(lookup((k, v)))
                 elif tv is float or tv is int:
                     if v:
                         if tv is int:
@@ -202,76 +322,128 @@ def _scan_dicts(X):
                             raise ValueError(
                                 f"{_where(i, t)}: feature {k!r} has a non-finite value "
                                 f"{tok[k]!r}; NaN and infinite values are not allowed.")
-                        j = inner.get(_NUM)
-                        if j is None:
-                            j = inner[_NUM] = n_prov
-                            n_prov += 1
                         if v != 1.0:
-                            add_pos(len(indices))
+                            add_pos(len(codes))
                             add_val(v)
-                        add(j)
+                        add(lookup((k, _NUM)))
                 elif tv is bool:
                     if v:
-                        j = inner.get(_NUM)
-                        if j is None:
-                            j = inner[_NUM] = n_prov
-                            n_prov += 1
-                        add(j)
+                        add(lookup((k, _NUM)))
                 else:
                     for key2, x in _expand_value(v, "", i, t, k):
-                        j = inner.get(key2)
-                        if j is None:
-                            j = inner[key2] = n_prov
-                            n_prov += 1
                         if x != 1.0:
-                            add_pos(len(indices))
+                            add_pos(len(codes))
                             add_val(x)
-                        add(j)
-            add_row(len(indices))
+                        add(lookup((k, key2)))
+            add_row(len(codes))
         tok_off.append(len(indptr) - 1)
-    return table, n_prov, indices, nz_pos, nz_val, indptr, tok_off
+    return (np.frombuffer(codes, dtype=np.int64), np.frombuffer(nz_pos, dtype=np.int64),
+            np.frombuffer(nz_val, dtype=np.float64), np.frombuffer(indptr, dtype=np.int64),
+            np.frombuffer(tok_off, dtype=np.int64).copy())
+
+
+def _scan(X, table):
+    """:func:`_scan_fast`, or :func:`_scan_slow` when the input needs it."""
+    try:
+        return _scan_fast(X, table)
+    except (_Slow, TypeError):
+        if table.grow:
+            table.clear()
+        return _scan_slow(X, table)
 
 
 def _name(k, inner_key):
-    """Feature name of an inner-table entry of top-level key ``k``."""
+    """Feature name of the pair ``(k, inner_key)`` (a canonical inner key)."""
     return k + ("=" + inner_key if type(inner_key) is str else inner_key[0])
 
 
-def _named_entries(table, k):
-    """Sorted ``(name, provisional id)`` pairs of template ``k``."""
-    eq = k + "="
-    return sorted([(eq + s if type(s) is str else k + s[0], p)
-                   for s, p in table[k].items()])
+def _by_template(table):
+    """``{top-level key: (inner keys, ids)}`` of the canonical features (two
+    lists per template: no tuple per feature)."""
+    out = {}
+    for (k, s), p in table.items():
+        if p >= 0 and (type(s) is str or type(s) is tuple):
+            entries = out.get(k)
+            if entries is None:
+                entries = out[k] = ([], [])
+            entries[0].append(s)
+            entries[1].append(p)
+    return out
 
 
-def _assemble(col_of_prov, indices, nz_pos, nz_val, indptr, n_cols, dtype=np.float64):
-    """CSR of the scanned entries with provisional ids mapped through
-    ``col_of_prov`` (entries mapped to -1 are dropped); duplicates summed,
-    explicit zeros removed, indices sorted."""
-    indptr = np.frombuffer(indptr, dtype=np.int64)
+def _names_may_collide(by_tmpl):
+    """Whether two distinct pairs might share a feature name (see the module
+    docstring); False guarantees one column per pair."""
+    keys = set(by_tmpl)
+    for k, (inners, _) in by_tmpl.items():
+        if any(type(s) is tuple and s != _NUM for s in inners):
+            return True      # expanded values: "k=a" from a list and from a str
+        for pos, ch in enumerate(k):
+            if ch == "=" and k[:pos] in keys:
+                return True
+    return False
+
+
+def _sorted_ids(inners, ids):
+    """``ids`` in the order of their feature names, for a template whose inner
+    keys are distinct str values and at most one ``_NUM``: the numeric
+    feature ``"k"`` sorts before every ``"k=..."``, and ``"k=a"`` before
+    ``"k=b"`` exactly as the values do (no name is built)."""
+    num, strs, str_ids = [], [], []
+    for s, p in zip(inners, ids):
+        if type(s) is str:
+            strs.append(s)
+            str_ids.append(p)
+        else:
+            num.append(p)
+    order = np.argsort(np.array(strs, dtype=object), kind="stable")
+    return np.concatenate([np.asarray(num, dtype=np.int64),
+                           np.asarray(str_ids, dtype=np.int64)[order]])
+
+
+def _assemble(col_of_code, codes, nz_pos, nz_val, indptr, n_cols, dtype=np.float64,
+              binary_ok=False):
+    """CSR parts ``(indptr, indices, data)`` of the scanned entries.
+
+    ``col_of_code`` maps the codes to columns (None: the codes are columns);
+    entries mapped to -1 are dropped.  Duplicates are summed and indices
+    sorted when ``binary_ok`` is False (a canonical CSR) -- otherwise the
+    entries keep their scan order and ``data`` is None when every value is 1
+    (the support kernels need neither sorted indices nor all-ones values;
+    duplicates can only come from :func:`_names_may_collide` cases and
+    expanded values, which then take the canonical route anyway).
+    """
     n_rows = len(indptr) - 1
-    raw = np.frombuffer(indices, dtype=np.intc)
-    data = np.ones(len(raw), dtype=np.float64)
-    if len(nz_pos):
-        data[np.frombuffer(nz_pos, dtype=np.int64)] = np.frombuffer(nz_val, dtype=np.float64)
-    # map provisional ids straight into the final index dtype (no int64 copy)
-    index_dtype = np.int32 if max(n_cols, len(raw)) < 2 ** 31 - 1 else np.int64
-    idx = np.asarray(col_of_prov, dtype=index_dtype)[raw] if len(raw) else \
-        raw.astype(index_dtype)
-    del raw
+    index_dtype = np.int32 if max(n_cols, len(codes)) < 2 ** 31 - 1 else np.int64
+    if col_of_code is not None:
+        # in place, a block at a time (the codes are the scan's largest
+        # buffer); the code -1 indexes the last entry of the map, which is -1
+        if not codes.flags.writeable:
+            codes = codes.copy()
+        lut = np.append(np.asarray(col_of_code, dtype=codes.dtype), -1)
+        for a in range(0, len(codes), _BLOCK):
+            codes[a:a + _BLOCK] = lut[codes[a:a + _BLOCK]]
+    idx = codes.astype(index_dtype, copy=False)
+    del codes
+    data = None
+    if len(nz_pos) or not binary_ok:
+        data = np.ones(len(idx), dtype=dtype)
+        data[nz_pos] = nz_val
     keep = idx >= 0
     if not keep.all():
         cum = np.concatenate(([0], np.cumsum(keep)))
         indptr = cum[indptr]
         idx = idx[keep]
-        data = data[keep]
+        if data is not None:
+            data = data[keep]
     del keep
-    M = sp.csr_matrix((data, idx, indptr.astype(index_dtype)), shape=(n_rows, n_cols))
+    indptr = indptr.astype(index_dtype)
+    if data is None:
+        return indptr, idx, None
+    M = sp.csr_matrix((data, idx, indptr), shape=(n_rows, n_cols))
     M.sum_duplicates()
     M.eliminate_zeros()
-    if M.dtype != dtype:
-        M = M.astype(dtype)
-    return M
+    return M.indptr, M.indices, M.data
 
 
 def _water_fill(counts, budget):
@@ -304,20 +476,19 @@ def _water_fill(counts, budget):
     return mods
 
 
-def _virtual_ids(table, n_prov, gid, mods, offsets):
-    """Hashed id (template offset + bucket) of every provisional feature; -1
-    for templates not in ``gid``."""
-    out = [-1] * n_prov
+def _virtual_ids(by_tmpl, n_codes, gid, mods, offsets):
+    """Hashed id (template offset + bucket) of every id of the table; -1
+    for templates not in ``gid`` (and unused ids)."""
+    out = np.full(n_codes, -1, dtype=np.int64)
     mods = mods.tolist()
     offsets = offsets.tolist()
-    for k, inner in table.items():
+    for k, (inners, ids) in by_tmpl.items():
         g = gid.get(k)
         if g is None:
             continue
         off, mod = offsets[g], mods[g]
-        for s, p in inner.items():
-            out[p] = off + murmurhash3_32(_name(k, s), positive=True) % mod
-    return np.asarray(out, dtype=np.int64)
+        out[ids] = [off + murmurhash3_32(_name(k, s), positive=True) % mod for s in inners]
+    return out
 
 
 class TokenVectorizer(BaseEstimator):
@@ -356,8 +527,11 @@ class TokenVectorizer(BaseEstimator):
         Input form seen in fit.
     vocabulary_ : dict or None
         Feature name -> column (dict input without hashing), else None.
+        Built on first access: the fitted vectorizer itself keeps a table of
+        ``(key, value)`` pairs, which :meth:`transform` looks up in C without
+        forming the names.
     feature_names_out_ : ndarray of str objects
-        Name of every column.  With hashing: ``"<template>#<bucket>"``, the
+        Name of every column (built on first access, as ``vocabulary_``).  With hashing: ``"<template>#<bucket>"``, the
         bucket being numbered within the template's range.  For arrays:
         ``"x0", "x1", ...``.
     template_names_ : list of str
@@ -543,10 +717,10 @@ class TokenVectorizer(BaseEstimator):
         """
         return self._fit(X, transform=True)
 
-    def _fit(self, X, transform):
+    def _fit(self, X, transform, raw=False):
         dtype = self._check_params()
         kind = self._input_type(X) or "dict"
-        hash_moduli = hash_buckets = vocabulary = None
+        hash_moduli = hash_buckets = columns = names = None
         if kind == "array":
             M, tok_off = self._scan_arrays(X)
             d = M.shape[1]
@@ -559,27 +733,49 @@ class TokenVectorizer(BaseEstimator):
             state = dict(n_features_in_=d)
             if M.dtype != dtype:
                 M = M.astype(dtype)
+            enc = _Encoded(M.indptr, M.indices, M.data, tok_off, d)
         else:
-            table, n_prov, indices, nz_pos, nz_val, indptr, tok_off = _scan_dicts(X)
-            if not n_prov:
+            table = _PairTable(grow=True)
+            codes, nz_pos, nz_val, indptr, tok_off = _scan(X, table)
+            by_tmpl = _by_template(table)
+            if not by_tmpl:
                 raise ValueError("X contains no features (no token has a non-zero "
                                  "feature): nothing to learn.")
-            cand_tmpl = sorted(k for k, inner in table.items() if inner)
+            cand_tmpl = sorted(by_tmpl)
+            n_codes = len(table)
+            col_of_code = np.full(n_codes, -1, dtype=np.int64)
+            unique = False
             if self.n_features is None:
-                # column identity = feature name, columns ordered by (template,
-                # name); a name produced by several templates goes to the
-                # first of them in sorted order.
-                vocab = {}
-                cand_group = []
-                col_of_prov = [0] * n_prov
-                for g, k in enumerate(cand_tmpl):
-                    for name, p in _named_entries(table, k):
-                        c = vocab.get(name)
-                        if c is None:
-                            c = vocab[name] = len(cand_group)
-                            cand_group.append(g)
-                        col_of_prov[p] = c
-                cand_group = np.asarray(cand_group, dtype=np.int64)
+                if _names_may_collide(by_tmpl):
+                    # column identity = feature name, columns ordered by
+                    # (template, name); a name produced by several templates
+                    # goes to the first of them in sorted order.
+                    vocab = {}
+                    cand_group = []
+                    for g, k in enumerate(cand_tmpl):
+                        inners, ids = by_tmpl[k]
+                        for name, p in sorted(zip([_name(k, s) for s in inners], ids)):
+                            c = vocab.get(name)
+                            if c is None:
+                                c = vocab[name] = len(cand_group)
+                                cand_group.append(g)
+                            col_of_code[p] = c
+                    del vocab
+                    cand_group = np.asarray(cand_group, dtype=np.int64)
+                else:
+                    # one column per pair, without building the names: within
+                    # a template, the numeric feature "k" sorts before "k=..."
+                    # and "k=a" before "k=b" exactly as their values do.
+                    unique = True
+                    sizes = []
+                    start = 0
+                    for k in cand_tmpl:
+                        ids = _sorted_ids(*by_tmpl.pop(k))
+                        col_of_code[ids] = np.arange(start, start + len(ids))
+                        start += len(ids)
+                        sizes.append(len(ids))
+                    cand_group = np.repeat(np.arange(len(cand_tmpl), dtype=np.int64), sizes)
+                # aliases share the id of their canonical pair: nothing to map
             else:
                 if self.n_features < len(cand_tmpl):
                     raise ValueError(
@@ -587,41 +783,44 @@ class TokenVectorizer(BaseEstimator):
                         f"templates seen in fit ({len(cand_tmpl)}); every template needs "
                         f"at least one column.")
                 gid = {k: g for g, k in enumerate(cand_tmpl)}
-                counts = np.array([len({_name(k, s) for s in table[k]}) for k in cand_tmpl],
-                                  dtype=np.int64)
+                counts = np.array([len({_name(k, s) for s in by_tmpl[k][0]})
+                                   for k in cand_tmpl], dtype=np.int64)
                 mods = _water_fill(counts, int(self.n_features))
                 offsets = np.concatenate(([0], np.cumsum(mods)))
-                virt = _virtual_ids(table, n_prov, gid, mods, offsets)
-                cand_virt, col_of_prov = np.unique(virt, return_inverse=True)
+                virt = _virtual_ids(by_tmpl, n_codes, gid, mods, offsets)
+                used = virt >= 0
+                cand_virt, col_of_code[used] = np.unique(virt[used], return_inverse=True)
                 cand_group = np.searchsorted(offsets, cand_virt, side="right") - 1
-            M = _assemble(col_of_prov, indices, nz_pos, nz_val, indptr,
-                          len(cand_group), dtype)
-            tok_off = np.frombuffer(tok_off, dtype=np.int64).copy()
-            counts = np.bincount(M.indices, minlength=M.shape[1])
+            del by_tmpl
+            n_cand = len(cand_group)
+            indptr, indices, data = _assemble(col_of_code, codes, nz_pos, nz_val, indptr,
+                                              n_cand, dtype, binary_ok=raw and unique)
+            del codes
+            counts = np.zeros(n_cand, dtype=np.int64)   # (bincount casts to intp: in blocks)
+            for a in range(0, len(indices), _BLOCK):
+                counts += np.bincount(indices[a:a + _BLOCK], minlength=n_cand)
             keep = counts >= self.min_freq
+            del counts
             if not keep.any():
                 raise ValueError(f"no feature occurs in at least min_freq={self.min_freq} "
                                  f"tokens; lower min_freq.")
+            new_col = np.arange(n_cand, dtype=np.int64)
             if not keep.all():
                 new_col = np.cumsum(keep) - 1
                 new_col[~keep] = -1
-                ent = keep[M.indices]
+                ent = keep[indices]
                 cum = np.concatenate(([0], np.cumsum(ent)))
-                M = sp.csr_matrix((M.data[ent], new_col[M.indices[ent]].astype(M.indices.dtype),
-                                   cum[M.indptr].astype(M.indptr.dtype)),
-                                  shape=(M.shape[0], int(keep.sum())))
-                M.has_sorted_indices = True
+                indices = new_col[indices[ent]].astype(indices.dtype)
+                indptr = cum[indptr].astype(indptr.dtype)
+                if data is not None:
+                    data = data[ent]
+                del ent
+            enc = _Encoded(indptr, indices, data, tok_off, int(keep.sum()))
             templates = cand_group[keep]
             template_names = list(cand_tmpl)
             if self.n_features is None:
-                # vocab's insertion order is the column order
-                if keep.all():
-                    kept_names = list(vocab)
-                    vocabulary = vocab
-                else:
-                    kept_names = [n for n, kp in zip(vocab, keep.tolist()) if kp]
-                    vocabulary = {n: j for j, n in enumerate(kept_names)}
-                names = np.array(kept_names, dtype=object)
+                col_of_code = np.append(new_col, -1)[col_of_code]
+                columns = _column_table(table, col_of_code, template_names)
             else:
                 hash_moduli = mods
                 hash_buckets = cand_virt[keep]
@@ -629,23 +828,53 @@ class TokenVectorizer(BaseEstimator):
                 names = np.array([f"{template_names[g]}#{b}"
                                   for g, b in zip(templates.tolist(), local.tolist())],
                                  dtype=object)
+            del table
             state = {}
         # everything succeeded: only now touch the estimator's state
         for attr in ("n_features_in_",):
             if attr in self.__dict__:
                 delattr(self, attr)
         self.input_type_ = kind
-        self.vocabulary_ = vocabulary
-        self.feature_names_out_ = names
+        self._columns = columns
+        self._feature_names = names
+        self._vocabulary = None
         self.template_names_ = template_names
         self.templates_ = np.asarray(templates, dtype=np.int64)
         self.hash_moduli_ = hash_moduli
         self.hash_buckets_ = hash_buckets
         for attr, value in state.items():
             setattr(self, attr, value)
-        if transform:
-            return M, tok_off
-        return None
+        if not transform:
+            return None
+        return enc if raw else enc.csr(dtype)
+
+    # ------------------------------------------------------ column names
+    @property
+    def vocabulary_(self):
+        """dict or None: feature name -> column (dict input without hashing),
+        else None.  Built from the fitted pair table on first access."""
+        check_is_fitted(self, "templates_")
+        if self._columns is None:
+            return None
+        if self._vocabulary is None:
+            self._vocabulary = {name: j for j, name in enumerate(self.feature_names_out_)}
+            for (k, s), j in self._columns.items():      # names shared by two pairs
+                if type(s) is str or type(s) is tuple:
+                    self._vocabulary.setdefault(_name(k, s), j)
+        return self._vocabulary
+
+    @property
+    def feature_names_out_(self):
+        """ndarray of str objects: the name of every column (see the class
+        docstring).  Built from the fitted pair table on first access."""
+        check_is_fitted(self, "templates_")
+        if self._feature_names is None:
+            names = np.empty(len(self.templates_), dtype=object)
+            for (k, s), j in self._columns.items():
+                if type(s) is str or type(s) is tuple:
+                    names[j] = _name(k, s)
+            self._feature_names = names
+        return self._feature_names
 
     # ----------------------------------------------------------- transform
     def transform(self, X):
@@ -659,6 +888,13 @@ class TokenVectorizer(BaseEstimator):
         tok_off : ndarray of int64, shape (len(X) + 1,)
             Rows ``tok_off[i]:tok_off[i + 1]`` of ``Xtok`` are sequence ``i``.
         """
+        dtype = self._check_params()
+        return self._transform(X).csr(dtype)
+
+    def _transform(self, X, raw=False):
+        """:meth:`transform` as :class:`_Encoded` parts; with ``raw`` the
+        entries may be unsorted within a row and ``data`` is None when every
+        value is 1 (what the support kernels read)."""
         check_is_fitted(self, "templates_")
         dtype = self._check_params()
         kind = self._input_type(X) or self.input_type_
@@ -667,33 +903,71 @@ class TokenVectorizer(BaseEstimator):
                 f"X holds {'arrays' if kind == 'array' else 'feature dicts'} but the "
                 f"vectorizer was fitted on "
                 f"{'arrays' if self.input_type_ == 'array' else 'feature dicts'}.")
+        n_cols = len(self.templates_)
         if kind == "array":
             M, tok_off = self._scan_arrays(X, n_cols=self.n_features_in_)
             if M.shape[1] != self.n_features_in_:   # only empty sequences
                 M = sp.csr_matrix((M.shape[0], self.n_features_in_))
-            return M.astype(dtype, copy=False), tok_off
-        table, n_prov, indices, nz_pos, nz_val, indptr, tok_off = _scan_dicts(X)
-        n_cols = len(self.templates_)
-        if self.vocabulary_ is not None:
-            get = self.vocabulary_.get
-            col_of_prov = [-1] * n_prov
-            for k, inner in table.items():
-                for s, p in inner.items():
-                    col_of_prov[p] = get(_name(k, s), -1)
+            M = M.astype(dtype, copy=False)
+            return _Encoded(M.indptr, M.indices, M.data, tok_off, n_cols)
+        if self._columns is not None:
+            codes, nz_pos, nz_val, indptr, tok_off = _scan(X, self._columns)
+            col_of_code = None
         else:
+            table = _PairTable(grow=True)
+            codes, nz_pos, nz_val, indptr, tok_off = _scan(X, table)
             gid = {k: g for g, k in enumerate(self.template_names_)}
             mods = self.hash_moduli_
             offsets = np.concatenate(([0], np.cumsum(mods)))
-            virt = _virtual_ids(table, n_prov, gid, mods, offsets)
+            virt = _virtual_ids(_by_template(table), len(table), gid, mods, offsets)
+            del table
             pos = np.minimum(np.searchsorted(self.hash_buckets_, virt), n_cols - 1)
-            col_of_prov = np.where((virt >= 0) & (self.hash_buckets_[pos] == virt), pos, -1)
-        M = _assemble(col_of_prov, indices, nz_pos, nz_val, indptr, n_cols, dtype)
-        return M, np.frombuffer(tok_off, dtype=np.int64).copy()
+            col_of_code = np.where((virt >= 0) & (self.hash_buckets_[pos] == virt), pos, -1)
+        indptr, indices, data = _assemble(col_of_code, codes, nz_pos, nz_val, indptr, n_cols,
+                                          dtype, binary_ok=raw and col_of_code is None)
+        return _Encoded(indptr, indices, data, tok_off, n_cols)
 
     def get_feature_names_out(self, input_features=None):
         """Names of the output columns (see ``feature_names_out_``)."""
         check_is_fitted(self, "templates_")
         return self.feature_names_out_.copy()
+
+
+class _Encoded:
+    """CSR parts of an encoded batch: ``indptr``, ``indices``, ``data`` (None:
+    every value is 1), the sequence offsets ``tok_off`` and the number of
+    columns."""
+
+    def __init__(self, indptr, indices, data, tok_off, n_cols):
+        self.indptr, self.indices, self.data = indptr, indices, data
+        self.tok_off, self.n_cols = tok_off, n_cols
+
+    def csr(self, dtype=np.float64):
+        """``(csr_matrix, tok_off)``, the public output form."""
+        data = np.ones(len(self.indices), dtype=dtype) if self.data is None else self.data
+        M = sp.csr_matrix((data, self.indices, self.indptr),
+                          shape=(len(self.indptr) - 1, self.n_cols))
+        if not M.has_canonical_format:
+            M.sum_duplicates()
+        if M.dtype != dtype:
+            M = M.astype(dtype)
+        return M, self.tok_off
+
+
+def _column_table(table, col_of_code, template_names):
+    """Turn the fit table into the fitted ``_PairTable(grow=False)``, in
+    place: every pair (canonical or alias) with a column keeps it, the others
+    are removed, and ``(key, False) -> -1`` aliases are added."""
+    cols = np.append(col_of_code, -1).tolist()     # the -1 of zero aliases stays -1
+    for pair, p in table.items():                 # values only: the size is unchanged
+        table[pair] = cols[p]
+    del cols
+    for pair in [pair for pair, c in table.items() if c < 0]:
+        del table[pair]
+    for k in template_names:
+        table[(k, False)] = -1
+    table.grow = False
+    return table
 
 
 # ---------------------------------------------------------------- parsing

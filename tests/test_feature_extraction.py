@@ -236,6 +236,92 @@ def test_transform_equals_fit_transform():
         assert (M != M3).nnz == 0
 
 
+def _mixed_dicts(rng, n_seq):
+    """Tokens with every value type the fast scan handles in C or in
+    ``__missing__``: strings, bools, 0 / 1 / other numbers, numpy scalars."""
+    X = []
+    for _ in range(n_seq):
+        seq = []
+        for _ in range(int(rng.integers(0, 6))):
+            tok = {"w": f"w{int(rng.integers(30))}", "p": f"p{int(rng.integers(5))}",
+                   "cap": bool(rng.random() < 0.5), "one": 1.0,
+                   "n": [0, 1, 2.5, -1, 0.0, True, False][int(rng.integers(7))],
+                   "np": [np.float64(1.0), np.float32(0.5), np.int64(0), np.bool_(True),
+                          np.bool_(False)][int(rng.integers(5))]}
+            if rng.random() < 0.3:
+                tok["rare"] = f"r{int(rng.integers(100))}"
+            seq.append(tok)
+        X.append(seq)
+    return X
+
+
+@pytest.mark.parametrize("params", [{}, {"min_freq": 2}, {"n_features": 40}])
+def test_fast_scan_equals_slow_scan(params, monkeypatch):
+    """The C-level scan and the Python scan agree in fit and transform,
+    including unseen features and numbers other than 0 and 1."""
+    import structlearn.feature_extraction as fe
+
+    rng = np.random.default_rng(11)
+    X, X_new = _mixed_dicts(rng, 40), _mixed_dicts(rng, 20)
+    calls = []
+    real_fast = fe._scan_fast
+
+    def counting_fast(X, table):
+        out = real_fast(X, table)
+        calls.append(1)
+        return out
+
+    monkeypatch.setattr(fe, "_scan_fast", counting_fast)
+    fast = TokenVectorizer(**params)
+    M_fast, off_fast = fast.fit_transform(X)
+    T_fast, _ = fast.transform(X_new)
+    assert len(calls) == 2           # the fast scan handled both, no fallback
+
+    def no_fast(X, table):
+        raise fe._Slow
+
+    monkeypatch.setattr(fe, "_scan_fast", no_fast)
+    slow = TokenVectorizer(**params)
+    M_slow, off_slow = slow.fit_transform(X)
+    T_slow, _ = slow.transform(X_new)
+    T_cross, _ = fast.transform(X_new)      # fitted by the fast scan, read slowly
+    assert list(fast.get_feature_names_out()) == list(slow.get_feature_names_out())
+    np.testing.assert_array_equal(fast.templates_, slow.templates_)
+    np.testing.assert_array_equal(off_fast, off_slow)
+    for A, B in [(M_fast, M_slow), (T_fast, T_slow), (T_cross, T_slow)]:
+        _check_canonical(A)
+        assert A.shape == B.shape and (A != B).nnz == 0
+
+
+def test_raw_parts_hold_the_same_entries():
+    """The estimators' path (unsorted entries, no all-ones data) encodes the
+    same matrix as transform."""
+    rng = np.random.default_rng(12)
+    X = _random_dicts(rng, 30)
+    X_bin = [[{k: v for k, v in tok.items() if k != "num"} for tok in seq] for seq in X]
+    tv = TokenVectorizer().fit(X)
+    for data in (X, X_bin):
+        M, off = tv.transform(data)
+        enc = tv._transform(data, raw=True)
+        assert (enc.data is None) == (data is X_bin)
+        R = sp.csr_matrix((np.ones(len(enc.indices)) if enc.data is None else enc.data,
+                           enc.indices, enc.indptr), shape=M.shape)
+        assert (R != M).nnz == 0 and np.array_equal(enc.tok_off, off)
+    enc = TokenVectorizer()._fit(X_bin, transform=True, raw=True)
+    assert enc.data is None
+
+
+def test_vocabulary_is_built_lazily_and_not_pickled_twice():
+    tv = TokenVectorizer().fit(SIMPLE)
+    assert tv._vocabulary is None and tv._feature_names is None
+    assert tv.vocabulary_ == {n: j for j, n in enumerate(tv.get_feature_names_out())}
+    tv2 = pickle.loads(pickle.dumps(TokenVectorizer().fit(SIMPLE)))
+    assert tv2.vocabulary_ == tv.vocabulary_
+    with pytest.raises(NotFittedError):
+        TokenVectorizer().vocabulary_
+    assert not hasattr(TokenVectorizer(), "vocabulary_")
+
+
 def test_dtype_parameter():
     M, _ = TokenVectorizer(dtype=np.float32).fit_transform(SIMPLE)
     assert M.dtype == np.float32

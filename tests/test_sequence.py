@@ -146,7 +146,7 @@ def test_chain_problem_gradient_matches_finite_differences(support):
     est, X, y = toy_problem("crf", support=support)
     Xtok, tok_off = TokenVectorizer().fit_transform(X)
     flat = np.concatenate([np.asarray(s) for s in y])
-    sup_ptr, sup_label = est._make_support(Xtok.tocsr(), flat, 3)
+    sup_ptr, sup_label = est._make_support(Xtok.indptr, Xtok.indices, Xtok.shape[1], flat, 3)
     pb = ChainProblem(Xtok, tok_off, flat, 3, sup_ptr, sup_label, CRF())
     rng = np.random.RandomState(1)
     z = rng.randn(pb.n_params)
@@ -291,7 +291,7 @@ def test_n_jobs_gives_the_same_model():
     # the threaded pass computes the same loss and gradient
     Xtok, tok_off = TokenVectorizer().fit_transform(X * 3)
     flat = np.concatenate([np.asarray(s) for s in y * 3])
-    sup = a._make_support(Xtok.tocsr(), flat, 3)
+    sup = a._make_support(Xtok.indptr, Xtok.indices, Xtok.shape[1], flat, 3)
     p1 = ChainProblem(Xtok, tok_off, flat, 3, *sup, CRF(), n_jobs=1)
     p2 = ChainProblem(Xtok, tok_off, flat, 3, *sup, CRF(), n_jobs=2)
     assert len(p2.chunks) == 2

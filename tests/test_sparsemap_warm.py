@@ -240,7 +240,7 @@ def test_chain_problem_second_evaluation_is_warm_and_equal(loss):
     Xtok, tok_off = TokenVectorizer().fit_transform(X)
     flat = np.array([{"A": 0, "B": 1, "C": 2}[t] for s in y for t in s])
     est = SequenceTagger()
-    sup_ptr, sup_label = est._make_support(Xtok.tocsr(), flat, 3)
+    sup_ptr, sup_label = est._make_support(Xtok.indptr, Xtok.indices, Xtok.shape[1], flat, 3)
     lossobj = seqmod.get_loss(loss)
     pb = ChainProblem(Xtok, tok_off, flat, 3, sup_ptr, sup_label, lossobj)
     assert all(isinstance(b.structure.warm_cache, SupportCache) for b in pb.chunks)
@@ -264,7 +264,7 @@ def test_crf_problem_has_no_cache():
     X, y = _sequence_data(n=8)
     Xtok, tok_off = TokenVectorizer().fit_transform(X)
     flat = np.array([{"A": 0, "B": 1, "C": 2}[t] for s in y for t in s])
-    sup_ptr, sup_label = SequenceTagger()._make_support(Xtok.tocsr(), flat, 3)
+    sup_ptr, sup_label = SequenceTagger()._make_support(Xtok.indptr, Xtok.indices, Xtok.shape[1], flat, 3)
     pb = ChainProblem(Xtok, tok_off, flat, 3, sup_ptr, sup_label, seqmod.get_loss("crf"))
     assert all(b.structure.warm_cache is None for b in pb.chunks)
 

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from ..feature_extraction import TokenVectorizer
+from ..feature_extraction import TokenVectorizer, _Encoded
 from ..kernels.linear import (
     chain_assemble_scores,
     chain_reduce_grad,
@@ -83,16 +83,24 @@ class _Tokens:
 
     @classmethod
     def from_csr(cls, X, sup_ptr):
+        """From a scipy.sparse token matrix."""
         X = X.tocsr()
-        data = X.data
-        if np.all(data == 1.0):
+        return cls.from_encoded(_Encoded(X.indptr, X.indices, X.data, None, X.shape[1]),
+                                sup_ptr)
+
+    @classmethod
+    def from_encoded(cls, enc, sup_ptr):
+        """From the :class:`~structlearn.feature_extraction._Encoded` parts of
+        a :class:`TokenVectorizer`."""
+        data = enc.data
+        if data is None or np.all(data == 1.0):
             data = np.empty(0, dtype=np.float64)
-        nnz = len(X.indices)
+        nnz = len(enc.indices)
         nz_start = np.empty(nnz, dtype=np.int32 if sup_ptr[-1] < 2 ** 31 else np.int64)
         nz_len = np.empty(nnz, dtype=narrow_dtype(int(np.diff(sup_ptr).max(initial=0)) + 1))
-        support_entries(X.indices, sup_ptr, nz_start, nz_len)
-        return cls(np.asarray(X.indptr, dtype=np.int64), np.ascontiguousarray(data),
-                   nz_start, nz_len, sup_ptr)
+        support_entries(enc.indices, sup_ptr, nz_start, nz_len)
+        return cls(np.asarray(enc.indptr, dtype=np.int64),
+                   np.ascontiguousarray(data, dtype=np.float64), nz_start, nz_len, sup_ptr)
 
     @property
     def n_rows(self):
@@ -374,10 +382,11 @@ class SequenceTagger(StructuredLinearModel):
                                  f"labels in y.")
         if warm:
             vec = self.vectorizer_
-            Xtok, tok_off = vec.transform(X)
+            enc = vec._transform(X, raw=True)
         else:
             vec = TokenVectorizer(min_freq=self.min_freq, n_features=self.n_features)
-            Xtok, tok_off = vec.fit_transform(X)
+            enc = vec._fit(X, transform=True, raw=True)
+        tok_off = enc.tok_off
         lengths = np.diff(tok_off)
         for i, (L, seq) in enumerate(zip(lengths, y)):
             if L != len(seq):
@@ -399,17 +408,16 @@ class SequenceTagger(StructuredLinearModel):
         K = len(classes)
         y_int = np.fromiter((index[lab] for lab in flat), dtype=np.int64, count=len(flat))
         keep, kept_off = _drop_empty(tok_off)
-        Xtok = Xtok.tocsr()
         if warm:
             sup_ptr, sup_label = self._sup_ptr, self._sup_label
         else:
-            sup_ptr, sup_label = self._make_support(Xtok, y_int, K)
+            sup_ptr, sup_label = self._make_support(enc.indptr, enc.indices, enc.n_cols, y_int, K)
             sup_label = narrow_ints(sup_label, K)
         loss.check(Chain(K, [0, 1]))
         # Everything is validated: only now touch the estimator's state.
-        d = Xtok.shape[1]
-        tokens = _Tokens.from_csr(Xtok, sup_ptr)
-        del Xtok  # the kernels read the supports, not the column indices
+        d = enc.n_cols
+        tokens = _Tokens.from_encoded(enc, sup_ptr)
+        del enc  # the kernels read the supports, not the column indices
         problem = ChainProblem(tokens, kept_off, y_int, K, sup_ptr, sup_label,
                                loss, self.fit_intercept, self.n_jobs)
         if warm and len(self._z) == problem.n_params:
@@ -439,13 +447,12 @@ class SequenceTagger(StructuredLinearModel):
                   f"{time.perf_counter() - t_start:.2f}s")
         return self
 
-    def _make_support(self, X, y_int, K):
-        d = X.shape[1]
+    def _make_support(self, indptr, indices, d, y_int, K):
         if self.feature_support == "all":
             sup_ptr = np.arange(0, (d + 1) * K, K, dtype=np.int64)
             sup_label = np.tile(np.arange(K, dtype=np.int64), d)
             return sup_ptr, sup_label
-        return observed_support(X.indptr, X.indices, y_int, d, K)
+        return observed_support(indptr, indices, y_int, d, K)
 
     def _set_model(self, z, problem, vec, classes, sup_ptr, sup_label, d):
         w, trans, start, end, bias = problem.unpack(z)
@@ -469,10 +476,10 @@ class SequenceTagger(StructuredLinearModel):
         check_is_fitted(self)
         if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
             raise ValueError(f"X must be a list of sequences, got {type(X).__name__}.")
-        Xtok, tok_off = self.vectorizer_.transform(X)
-        lengths = np.diff(tok_off)
-        keep, kept_off = _drop_empty(tok_off)
-        return _Tokens.from_csr(Xtok, self._sup_ptr), kept_off, lengths, keep
+        enc = self.vectorizer_._transform(X, raw=True)
+        lengths = np.diff(enc.tok_off)
+        keep, kept_off = _drop_empty(enc.tok_off)
+        return _Tokens.from_encoded(enc, self._sup_ptr), kept_off, lengths, keep
 
     def _token_scores(self, indptr, tokens):
         U = support_scores(indptr, tokens.nz_start, tokens.nz_len, tokens.data,
@@ -526,8 +533,9 @@ class SequenceTagger(StructuredLinearModel):
         The sequence score adds ``transition_``, ``start_`` and ``end_``.
         """
         check_is_fitted(self)
-        Xtok, tok_off = self.vectorizer_.transform(X)
-        tokens = _Tokens.from_csr(Xtok, self._sup_ptr)
+        enc = self.vectorizer_._transform(X, raw=True)
+        tok_off = enc.tok_off
+        tokens = _Tokens.from_encoded(enc, self._sup_ptr)
         U = self._token_scores(tokens.indptr, tokens)
         return [U[tok_off[i]:tok_off[i + 1]] for i in range(len(tok_off) - 1)]
 
