@@ -389,14 +389,12 @@ def _calibrate_eta0(problem, alpha, z0, rng, batch_size, n_sub=1000, max_doublin
         return float(vals.mean() + 0.5 * alpha * zp @ zp)
 
     def trial(eta):
-        z = np.array(z0, dtype=np.float64)
+        it = _ScaledIterate(z0, pen)
         for start in range(0, len(sub), batch_size):
             idx = sub[start:start + batch_size]
-            _, g = problem.value_and_grad(z, idx)
-            if alpha:
-                z[pen] *= max(1.0 - eta * alpha, 0.0)
-            z -= (eta / len(idx)) * g
-        f = obj(z)
+            _, cols, vals = it.value_and_grad(problem, idx)
+            it.step(cols, vals, eta, alpha, eta / len(idx))
+        f = obj(it.current())
         return f if np.isfinite(f) else np.inf
 
     f0 = obj(np.asarray(z0, dtype=np.float64))
@@ -417,17 +415,132 @@ def _calibrate_eta0(problem, alpha, z0, rng, batch_size, n_sub=1000, max_doublin
 
 
 @njit(cache=True, nogil=True)
-def _perceptron_step(z, u, g, t):
-    """``z -= g; u -= t g`` over the non-zeros of ``g`` (one pass, no
-    temporaries); returns whether ``g`` had any."""
+def _sparse_step(v, a, pen, cols, vals, coef_pen, coef_free, s_prev, n_prev):
+    """``v[c] -= coef * g`` over the entries ``(cols, vals)`` of a gradient
+    (duplicates allowed) and ``a[c] -= prefix * coef * g`` for the lazy
+    average (:class:`_ScaledIterate`); ``coef`` and ``prefix`` differ between
+    penalised and free coordinates.  Returns whether any entry was non-zero."""
     any_nz = False
-    for i in range(len(g)):
-        gi = g[i]
-        if gi != 0.0:
+    for e in range(len(cols)):
+        gv = vals[e]
+        if gv != 0.0:
             any_nz = True
-            z[i] -= gi
-            u[i] -= t * gi
+            c = cols[e]
+            if pen[c]:
+                d = -coef_pen * gv
+                a[c] += s_prev * d
+            else:
+                d = -coef_free * gv
+                a[c] += n_prev * d
+            v[c] += d
     return any_nz
+
+
+class _ScaledIterate:
+    """SGD iterate ``z`` and its running average, with sparse updates.
+
+    The penalised coordinates are stored as ``z_P = s v_P`` so that the L2
+    shrinkage ``z_P *= 1 - eta alpha`` of a step is one scalar product
+    (``s``), and a gradient step touches only the gradient's entries
+    (Bottou 2010; Shalev-Shwartz et al. 2011).  The average is lazy too
+    (Xu 2011, in the scaled form): with ``S`` the sum of the scales ``s`` over
+    the averaged steps and ``N`` their number, every step adds
+    ``prefix * delta`` to ``a`` (``prefix`` = ``S`` resp. ``N`` before the
+    step), so that the sum of the averaged iterates is ``S v_P - a_P`` on
+    penalised and ``N v_F - a_F`` on free coordinates.  When ``s`` falls
+    below 1e-3 the partial sum is moved into ``acc`` and ``s`` folded into
+    ``v`` (a dense pass, rare: ``s`` decays like ``1 / (1 + alpha eta_0 t)``),
+    which keeps ``v``, ``S`` and ``a`` in a range without cancellation.
+    """
+
+    #: fold the scale into the weights below this value
+    FOLD = 1e-3
+
+    def __init__(self, z0, penalized):
+        self.v = np.array(z0, dtype=np.float64)
+        self.pen = np.ascontiguousarray(penalized, dtype=np.bool_)
+        self.all_pen = bool(self.pen.all())
+        self.s = 1.0
+        self.averaging = False
+        self.a = self.acc = np.zeros(0)
+        self.S = self.N = 0.0
+        self.n_avg = 0
+
+    def start_averaging(self):
+        """Average the iterates after every following step."""
+        self.a = np.zeros_like(self.v)
+        self.acc = np.zeros_like(self.v)
+        self.averaging = True
+        self.S = self.N = 0.0
+        self.n_avg = 0
+
+    def _scaled(self, x, s_pen, s_free):
+        """``x`` times ``s_pen`` on penalised, ``s_free`` on free coordinates."""
+        if self.all_pen:
+            return x * s_pen
+        out = x * s_free
+        out[self.pen] = x[self.pen] * s_pen
+        return out
+
+    def current(self):
+        """The iterate ``z`` (a new array)."""
+        return self.v.copy() if self.s == 1.0 else self._scaled(self.v, self.s, 1.0)
+
+    def _partial_sum(self):
+        """Sum of the averaged iterates since the last fold."""
+        return self._scaled(self.v, self.S, self.N) - self.a
+
+    def average(self):
+        """The average of the iterates since :meth:`start_averaging` (the
+        current iterate if no step was averaged)."""
+        if not self.averaging or self.n_avg == 0:
+            return self.current()
+        return (self.acc + self._partial_sum()) / self.n_avg
+
+    def _fold(self):
+        if self.averaging:
+            self.acc += self._partial_sum()
+            self.a[:] = 0.0
+            self.S = self.N = 0.0
+        self.v = self.current()
+        self.s = 1.0
+
+    def value_and_grad(self, problem, idx):
+        """Losses of the samples ``idx`` and their summed gradient at ``z`` as
+        entries ``(cols, vals)``.  Problems with a
+        ``sparse_value_and_grad(v, idx, scale)`` method (the weights being
+        ``v`` with the penalised coordinates times ``scale``) provide them
+        directly; otherwise they are read off the dense gradient."""
+        sparse = getattr(problem, "sparse_value_and_grad", None)
+        if sparse is not None:
+            return sparse(self.v, idx, self.s)
+        z = self.v if self.s == 1.0 else self.current()
+        vals, g = problem.value_and_grad(z, idx)
+        cols = np.flatnonzero(g)
+        return vals, cols, g[cols]
+
+    def step(self, cols, vals, eta, alpha, scale):
+        """``z_P *= 1 - eta alpha`` then ``z -= scale * g``; returns whether
+        the gradient had a non-zero entry."""
+        if alpha:
+            shrink = 1.0 - eta * alpha
+            if shrink <= 0.0:       # the penalised part is zeroed
+                self._fold()
+                self.v[self.pen] = 0.0
+            else:
+                self.s *= shrink
+                if self.s < self.FOLD:
+                    self._fold()
+        # (not averaging: the prefixes are 0, and ``v`` stands in for ``a``)
+        moved = _sparse_step(self.v, self.a if self.averaging else self.v, self.pen,
+                             np.asarray(cols, dtype=np.int64),
+                             np.asarray(vals, dtype=np.float64), scale / self.s, scale,
+                             self.S, self.N)
+        if self.averaging:
+            self.S += self.s
+            self.N += 1.0
+            self.n_avg += 1
+        return moved
 
 
 def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=None,
@@ -445,52 +558,48 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
     more than ``tol`` (relative) for ``patience`` consecutive epochs
     (perceptron: when an epoch makes no update).
 
+    A step costs the size of its gradient, not of ``z``: the iterate and its
+    average are kept in the scaled, lazy form of :class:`_ScaledIterate`,
+    and problems with a ``sparse_value_and_grad`` method hand over the
+    gradient as entries.
+
     Returns
     -------
     z, n_epochs, objective_value
     """
     rng = np.random.RandomState(random_state)
     n = problem.n_samples
-    z = np.array(z0, dtype=np.float64)
-    pen = problem.penalized
+    z0 = np.array(z0, dtype=np.float64)
     reg = 0.0 if perceptron else alpha
-    eta0 = 1.0 if perceptron else _calibrate_eta0(problem, reg, z, rng, batch_size)
+    eta0 = 1.0 if perceptron else _calibrate_eta0(problem, reg, z0, rng, batch_size)
     if verbose and not perceptron:
         print(f"[sgd] initial step size {eta0:.3g}")
-    z_avg = None if perceptron else z.copy()
-    n_avg = 0
-    t = 0
-    # perceptron: lazy averaging (Daume 2006) -- ``u`` accumulates t * update,
-    # so the average of the T iterates is ((T + 1) z - u - z0) / T without a
-    # running average updated after every mini-batch
-    z_start = z.copy() if perceptron and z.any() else None
-    u = np.zeros_like(z) if perceptron else None
+    it = _ScaledIterate(z0, problem.penalized)
+    if perceptron or max_iter == 1:
+        it.start_averaging()
     best = np.inf
     stalled = 0
     f = np.nan
     t0 = time.perf_counter()
+    t = 0
     epoch = 0
     for epoch in range(1, max_iter + 1):
+        if epoch == 2 and not perceptron:
+            it.start_averaging()
         order = rng.permutation(n)
         n_updates = 0
         for start in range(0, n, batch_size):
             idx = np.sort(order[start:start + batch_size])
-            _, g = problem.value_and_grad(z, idx)
+            _, cols, vals = it.value_and_grad(problem, idx)
             t += 1
             if perceptron:
                 # a mistake is a wrong prediction, even at zero loss (ties);
-                # the update touches only the features of wrong tokens
-                if _perceptron_step(z, u, g, float(t)):
-                    n_updates += 1
-                continue
+                # the update (the sum of the batch's) touches only the
+                # features of wrong tokens / arcs
+                n_updates += it.step(cols, vals, 1.0, 0.0, 1.0)
             else:
                 eta = eta0 / (1.0 + reg * eta0 * (t - 1))
-                if reg:
-                    z[pen] *= 1.0 - eta * reg
-                z -= (eta / len(idx)) * g
-            if epoch > 1 or max_iter == 1:
-                n_avg += 1
-                z_avg += (z - z_avg) / n_avg
+                it.step(cols, vals, eta, reg, eta / len(idx))
         if perceptron:
             if verbose:
                 print(f"[perceptron] epoch {epoch}: {n_updates} updating batches "
@@ -500,7 +609,7 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
             continue
         if epoch == 1 and max_iter > 1:
             continue
-        f = objective(problem, z_avg, reg)
+        f = objective(problem, it.average(), reg)
         if verbose:
             print(f"[sgd] epoch {epoch}: objective {f:.6g} "
                   f"({time.perf_counter() - t0:.1f}s)")
@@ -517,13 +626,8 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
         if not perceptron and max_iter > 1:
             warnings.warn(f"SGD did not converge in max_iter={max_iter} epochs; "
                           f"increase max_iter or tol.", ConvergenceWarning)
+    z_avg = it.average()
     if perceptron:
-        z *= t + 1
-        z -= u
-        if z_start is not None:
-            z -= z_start
-        z /= max(t, 1)
-        z_avg = z
         f = objective(problem, z_avg, 0.0)
     return z_avg, epoch, float(f)
 

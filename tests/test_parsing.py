@@ -180,6 +180,14 @@ def test_parser_problem_gradient_matches_finite_differences(projective):
     v2, g2 = pb.value_and_grad(z, np.array([1, 3, 5, 7, 9, 11]))
     np.testing.assert_allclose(g1 + g2, g, atol=1e-10)
     np.testing.assert_allclose(np.sort(np.concatenate([v1, v2])), np.sort(vals))
+    # the sparse form at z = scale * v: the same losses and gradient entries
+    idx = np.array([0, 3, 4, 11])
+    v3, g3 = pb.value_and_grad(z, idx)
+    v4, cols, gv = pb.sparse_value_and_grad(z / 0.37, idx, 0.37)
+    np.testing.assert_allclose(v4, v3, rtol=1e-10)
+    np.testing.assert_allclose(np.bincount(cols, weights=gv, minlength=pb.n_params), g3,
+                               atol=1e-10)
+    assert np.all(gv != 0)
 
 
 @pytest.mark.parametrize("loss, cached", [("sparsemap", True), ("m-sparsemap", True),

@@ -8,7 +8,7 @@ import scipy.optimize
 import scipy.special
 from sklearn.exceptions import ConvergenceWarning
 
-from structlearn.solvers import _perceptron_step, _wolfe_search, lbfgs, thread_map
+from structlearn.solvers import _ScaledIterate, _wolfe_search, lbfgs, thread_map
 
 
 class FunctionProblem:
@@ -152,16 +152,37 @@ def test_wolfe_search_returns_a_strong_wolfe_step():
             assert abs(g @ d) <= 0.9 * abs(g0 @ d) + 1e-12
 
 
-def test_perceptron_step_updates_only_non_zeros():
+@pytest.mark.parametrize("all_pen", [True, False])
+def test_scaled_iterate_equals_eager_sgd_with_averaging(all_pen):
+    """Scaled weights, sparse steps and the lazy average give the iterates
+    and the average of plain dense SGD, through shrinkages, a fold of the
+    scale into the weights and a zeroing step."""
     rng = np.random.RandomState(0)
-    g = rng.randn(50) * (rng.rand(50) < 0.2)
-    z, u = rng.randn(50), rng.randn(50)
-    z0, u0 = z.copy(), u.copy()
-    assert _perceptron_step(z, u, g, 7.0)
-    np.testing.assert_allclose(z, z0 - g)
-    np.testing.assert_allclose(u, u0 - 7.0 * g)
-    assert not _perceptron_step(z, u, np.zeros(50), 1.0)
-    np.testing.assert_allclose(z, z0 - g)
+    d = 40
+    pen = np.ones(d, dtype=bool) if all_pen else rng.rand(d) < 0.7
+    z0 = rng.randn(d)
+    it = _ScaledIterate(z0, pen)
+    z = z0.copy()
+    iterates = []
+    etas = [0.3] * 5 + [0.999] * 30 + [2.0] + [0.1] * 5   # 0.001^30 < 1e-9: a fold
+    for t, eta in enumerate(etas):
+        if t == 3:
+            it.start_averaging()
+        g = rng.randn(d) * (rng.rand(d) < 0.3)
+        cols = np.flatnonzero(g)
+        cols = np.concatenate([cols, cols[:2]])          # duplicate entries add up
+        vals = np.concatenate([g[np.flatnonzero(g)], [0.5, -0.25]])
+        g[cols[-2:]] += [0.5, -0.25]
+        alpha = 1.0
+        assert it.step(cols, vals, eta, alpha, 0.1)
+        shrink = 1 - eta * alpha
+        z[pen] *= shrink if shrink > 0 else 0.0
+        z -= 0.1 * g
+        if t >= 3:
+            iterates.append(z.copy())
+        np.testing.assert_allclose(it.current(), z, atol=1e-9)
+    np.testing.assert_allclose(it.average(), np.mean(iterates, axis=0), atol=1e-9)
+    assert not it.step(np.array([1, 2]), np.zeros(2), 0.1, 0.0, 1.0)
 
 
 def test_thread_map_matches_serial_map_and_does_not_nest():

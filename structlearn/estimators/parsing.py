@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ..feature_extraction import ArcVectorizer
-from ..kernels.arcs import arc_grad, arc_scores
+from ..kernels.arcs import arc_grad, arc_grad_entries, arc_scores
 from ..kernels.tree import tree_arc_offsets, validate_heads
 from ..losses import Perceptron, get_loss
 from ..metrics import uas
@@ -125,20 +125,8 @@ class ParserProblem:
             res = thread_map(lambda ab: self._group(z, range(ab[0], ab[1])),
                              zip(bounds[:-1], bounds[1:]), self.n_threads)
             return np.concatenate([r[0] for r in res]), sum(r[1] for r in res)
-        # a mini-batch of sentences: gather their arcs' scores
-        idx = np.asarray(idx, dtype=np.int64)
-        thetas, parts = [], []
-        for i in idx:
-            c, lo, hi = self.cache.locate(int(i))
-            indptr, ids = self.cache.chunks[c]
-            thetas.append(arc_scores(indptr[lo:hi + 1], ids, z))
-            parts.append((c, lo, hi))
-        lengths = self.word_off[idx + 1] - self.word_off[idx]
-        wo = np.concatenate([[0], np.cumsum(lengths)])
-        st = Tree(wo, single_root=self.single_root, projective=self.projective)
-        y = np.concatenate([self.heads[self.word_off[i]:self.word_off[i + 1]] for i in idx])
-        vals, G = self.loss.value_and_grad(np.concatenate(thetas), y, st)
-        G = np.ascontiguousarray(G, dtype=np.float64)
+        # a mini-batch of sentences
+        vals, G, parts = self._batch_losses(z, idx, 1.0)
         g = np.zeros(self.n_params)
         o = 0
         for c, lo, hi in parts:
@@ -146,6 +134,42 @@ class ParserProblem:
             arc_grad(indptr[lo:hi + 1], ids, G[o:o + hi - lo], g)
             o += hi - lo
         return vals, g
+
+    def sparse_value_and_grad(self, v, idx, scale):
+        """Losses of the sentences ``idx`` at ``z = scale * v`` and their
+        summed gradient as entries ``(cols, vals)`` (see
+        :func:`structlearn.solvers.sgd`): a step touches only the features
+        of arcs with a non-zero gradient."""
+        vals, G, parts = self._batch_losses(v, idx, scale)
+        cols, gv = [], []
+        o = 0
+        for c, lo, hi in parts:
+            indptr, ids = self.cache.chunks[c]
+            cc, vv = arc_grad_entries(indptr[lo:hi + 1], ids, G[o:o + hi - lo])
+            cols.append(cc)
+            gv.append(vv)
+            o += hi - lo
+        return vals, np.concatenate(cols), np.concatenate(gv)
+
+    def _batch_losses(self, v, idx, scale):
+        """Losses and score gradients ``G`` of the sentences ``idx`` at
+        ``z = scale * v``; ``parts`` locates their arcs in the cache."""
+        idx = np.asarray(idx, dtype=np.int64)
+        thetas, parts = [], []
+        for i in idx:
+            c, lo, hi = self.cache.locate(int(i))
+            indptr, ids = self.cache.chunks[c]
+            thetas.append(arc_scores(indptr[lo:hi + 1], ids, v))
+            parts.append((c, lo, hi))
+        theta = np.concatenate(thetas)
+        if scale != 1.0:
+            theta *= scale
+        lengths = self.word_off[idx + 1] - self.word_off[idx]
+        wo = np.concatenate([[0], np.cumsum(lengths)])
+        st = Tree(wo, single_root=self.single_root, projective=self.projective)
+        y = np.concatenate([self.heads[self.word_off[i]:self.word_off[i + 1]] for i in idx])
+        vals, G = self.loss.value_and_grad(theta, y, st)
+        return vals, np.ascontiguousarray(G, dtype=np.float64), parts
 
 
 def _check_heads_input(X, y, single_root):

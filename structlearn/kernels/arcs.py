@@ -313,6 +313,27 @@ def arc_scores(indptr, ids, w):
 
 
 @njit(cache=True, nogil=True)
+def arc_grad_entries(indptr, ids, G):
+    """``sum_r G[r] x_r`` as entries ``(cols, vals)`` (duplicates allowed;
+    arcs with ``G[r] == 0`` skipped): the sparse form of :func:`arc_grad`."""
+    n_out = 0
+    for r in range(len(indptr) - 1):
+        if G[r] != 0.0:
+            n_out += indptr[r + 1] - indptr[r]
+    cols = np.empty(n_out, dtype=np.int64)
+    vals = np.empty(n_out)
+    o = 0
+    for r in range(len(indptr) - 1):
+        v = G[r]
+        if v != 0.0:
+            for j in range(indptr[r], indptr[r + 1]):
+                cols[o] = ids[j]
+                vals[o] = v
+                o += 1
+    return cols, vals
+
+
+@njit(cache=True, nogil=True)
 def arc_grad(indptr, ids, G, g):
     """Add ``sum_r G[r] x_r`` to ``g`` (zero entries of ``G`` skipped)."""
     for r in range(len(indptr) - 1):
