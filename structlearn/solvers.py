@@ -178,18 +178,99 @@ def objective(problem, z, alpha):
 def _two_loop(g, S, Y, rho, order, gamma):
     """``-H g`` for the L-BFGS inverse-Hessian approximation (Nocedal &
     Wright, Algorithm 7.4); ``order``: rows of ``S, Y`` oldest first."""
-    q = -g
-    a = np.empty(len(order))
-    for j in range(len(order) - 1, -1, -1):
+    return _two_loop_kernel(g, S, Y, rho, np.asarray(order, dtype=np.int64), gamma)
+
+
+@njit(cache=True, nogil=True)
+def _two_loop_kernel(g, S, Y, rho, order, gamma):
+    """:func:`_two_loop` in one pass over ``q`` per correction pair: the
+    update with pair ``j`` is fused with the dot product of the next pair
+    (no temporaries, the single-precision pairs read once per loop)."""
+    n = len(g)
+    m = len(order)
+    q = np.empty(n)
+    a = np.zeros(m)
+    # first loop (newest pair first): a_j = rho_j <s_j, q>; q -= a_j y_j
+    if m == 0:
+        for i in range(n):
+            q[i] = -gamma * g[i]
+        return q
+    r = order[m - 1]
+    acc = 0.0
+    for i in range(n):
+        q[i] = -g[i]
+        acc += S[r, i] * q[i]
+    a[m - 1] = rho[r] * acc
+    for j in range(m - 1, -1, -1):
         r = order[j]
-        a[j] = rho[r] * (S[r] @ q)
-        q -= a[j] * Y[r]
-    q *= gamma
-    for j in range(len(order)):
+        aj = a[j]
+        if j > 0:
+            rn = order[j - 1]
+            acc = 0.0
+            for i in range(n):
+                qi = q[i] - aj * Y[r, i]
+                q[i] = qi
+                acc += S[rn, i] * qi
+            a[j - 1] = rho[rn] * acc
+        else:
+            # last update of the first loop, fused with the scaling by gamma
+            # and the first dot product of the second loop
+            r0 = order[0]
+            acc = 0.0
+            for i in range(n):
+                qi = gamma * (q[i] - aj * Y[r, i])
+                q[i] = qi
+                acc += Y[r0, i] * qi
+    # second loop (oldest pair first): b = rho_j <y_j, q>; q += (a_j - b) s_j
+    b = rho[order[0]] * acc
+    for j in range(m):
         r = order[j]
-        b = rho[r] * (Y[r] @ q)
-        q += (a[j] - b) * S[r]
+        c = a[j] - b
+        if j + 1 < m:
+            rn = order[j + 1]
+            acc = 0.0
+            for i in range(n):
+                qi = q[i] + c * S[r, i]
+                q[i] = qi
+                acc += Y[rn, i] * qi
+            b = rho[rn] * acc
+        else:
+            for i in range(n):
+                q[i] += c * S[r, i]
     return q
+
+
+@njit(cache=True, nogil=True)
+def _store_pair(s, y_new, y_old, S_row, Y_row):
+    """Store the correction pair ``(s, y_new - y_old)`` rounded to single
+    precision in ``S_row, Y_row``; returns ``(s^T y, y^T y)`` of the stored
+    (rounded) pair, one pass, no temporaries."""
+    sy = 0.0
+    yy = 0.0
+    for i in range(len(s)):
+        si = np.float32(s[i])
+        yi = np.float32(y_new[i] - y_old[i])
+        S_row[i] = si
+        Y_row[i] = yi
+        yd = np.float64(yi)
+        sy += yd * np.float64(si)
+        yy += yd * yd
+    return sy, yy
+
+
+@njit(cache=True, nogil=True)
+def _penalized_grad(g, z, pen, scale, alpha):
+    """``(scale * g + alpha * z_P, ||z_P||^2)`` in one pass (a new array)."""
+    out = np.empty(len(g))
+    sq = 0.0
+    for i in range(len(g)):
+        gi = scale * g[i]
+        if pen[i]:
+            zi = z[i]
+            gi += alpha * zi
+            sq += zi * zi
+        out[i] = gi
+    return out, sq
 
 
 def _cubic_min(a, fa, da, b, fb, db):
@@ -268,7 +349,7 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
     last ``period`` iterations -- CRFsuite's ``delta``/``period`` rule,
     suited to large sparse models whose gradient norm decreases slowly.
     ``history`` is the number of correction pairs kept, in single
-    precision (memory ``2 * history * n_params`` float32).  A correction
+    precision (memory ``2 * (history + 1) * n_params`` float32).  A correction
     pair with ``s^T y <= 0`` (numerically) is skipped, so the approximation
     stays positive definite.
 
@@ -283,23 +364,22 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
 
     def fun(z):
         vals, g = problem.value_and_grad(z)
-        zp = np.where(pen, z, 0.0)
-        g = g / n + alpha * zp
+        g, sq = _penalized_grad(g, z, pen, 1.0 / n, alpha)
         calls[0] += 1
         if verbose > 1:
             print(f"[lbfgs] evaluation {calls[0]:4d}  ({time.perf_counter() - t0:.1f}s)")
-        return vals.mean() + 0.5 * alpha * float(zp @ zp), g
+        return vals.mean() + 0.5 * alpha * sq, g
 
     z = np.array(z0, dtype=np.float64)
     f, g = fun(z)
     m = max(1, int(history))
     # correction pairs in single precision: half the memory of the history
-    # (2 * history * n_params floats, the solver's largest array); their
+    # (2 * (history + 1) * n_params floats, the solver's largest array); their
     # curvatures are computed from the stored (rounded) pairs, so the
     # implicit inverse Hessian is the BFGS matrix of exactly those pairs
-    S = np.empty((m, len(z)), dtype=np.float32)
-    Y = np.empty((m, len(z)), dtype=np.float32)
-    rho = np.empty(m)
+    S = np.empty((m + 1, len(z)), dtype=np.float32)
+    Y = np.empty((m + 1, len(z)), dtype=np.float32)
+    rho = np.empty(m + 1)
     order = []  # rows of S, Y in use, oldest first
     gamma = 1.0
     trace = [f]
@@ -330,20 +410,17 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
             break
         s = a * d
         z += s
-        s32 = s.astype(np.float32)
-        y32 = (g_new - g).astype(np.float32)
-        y64 = y32.astype(np.float64)
-        sy = float(y64 @ s32)
-        yy = float(y64 @ y64)
-        del y64
+        # the new pair goes into a row not in use (there is one more row
+        # than pairs kept); it joins the history only if its curvature is
+        # positive, and then the oldest pair leaves
+        r = min(set(range(m + 1)).difference(order))
+        sy, yy = _store_pair(s, g_new, g, S[r], Y[r])
         if sy > 1e-10 * yy and np.isfinite(sy) and np.isfinite(yy):
-            r = order.pop(0) if len(order) == m else len(order)
-            S[r] = s32
-            Y[r] = y32
+            if len(order) == m:
+                order.pop(0)
             rho[r] = 1.0 / sy
             order.append(r)
             gamma = sy / yy
-        del s32, y32
         f_old, f, g = f, f_new, g_new
         trace.append(f)
         if verbose:

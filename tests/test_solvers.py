@@ -152,6 +152,32 @@ def test_wolfe_search_returns_a_strong_wolfe_step():
             assert abs(g @ d) <= 0.9 * abs(g0 @ d) + 1e-12
 
 
+@pytest.mark.parametrize("n_pairs", [0, 1, 2, 5])
+def test_fused_two_loop_equals_the_textbook_recursion(n_pairs):
+    """The fused kernel computes Nocedal & Wright's Algorithm 7.4 (pairs in
+    a rotated row order, single-precision storage)."""
+    from structlearn.solvers import _two_loop
+
+    rng = np.random.RandomState(n_pairs)
+    n = 37
+    S = rng.randn(6, n).astype(np.float32)
+    Y = (S + 0.3 * rng.randn(6, n)).astype(np.float32)
+    rho = 1.0 / np.einsum("ij,ij->i", S.astype(float), Y.astype(float))
+    order = list(np.roll(np.arange(6), 2)[:n_pairs])
+    g, gamma = rng.randn(n), 0.7
+    q = -g.copy()
+    a = {}
+    for r in reversed(order):
+        a[r] = rho[r] * (S[r].astype(float) @ q)
+        q -= a[r] * Y[r]
+    q *= gamma
+    for r in order:
+        b = rho[r] * (Y[r].astype(float) @ q)
+        q += (a[r] - b) * S[r]
+    np.testing.assert_allclose(_two_loop(g, S, Y, rho, order, gamma), q, rtol=1e-10,
+                               atol=1e-12)
+
+
 @pytest.mark.parametrize("all_pen", [True, False])
 def test_scaled_iterate_equals_eager_sgd_with_averaging(all_pen):
     """Scaled weights, sparse steps and the lazy average give the iterates
