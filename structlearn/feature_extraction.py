@@ -176,14 +176,23 @@ class _PairTable(dict):
     (a zero value is no feature).  :meth:`__missing__` handles every other
     numeric value (id in the table, value in :data:`_SIDE`) and raises
     :class:`_Slow` for anything unusual.
+
+    ``names`` (fitted tables only, None unless two distinct pairs may share
+    a feature name, see :func:`_names_may_collide`) maps names to columns, so
+    that a pair unseen in fit whose name is known still finds its column.
     """
 
-    def __init__(self, grow):
+    def __init__(self, grow, names=None):
         super().__init__()
         self.grow = grow
+        self.names = names
 
     def __reduce__(self):
-        return (_restore_pair_table, (self.grow, dict(self)))
+        return (_restore_pair_table, (self.grow, dict(self), self.names))
+
+    def unseen(self, k, inner):
+        """Column of a pair missing from a fitted table (-1: none)."""
+        return -1 if self.names is None else self.names.get(_name(k, inner), -1)
 
     def __missing__(self, pair):
         k, v = pair
@@ -191,7 +200,7 @@ class _PairTable(dict):
             raise _Slow
         if type(v) is str:
             if not self.grow:
-                return -1
+                return self.unseen(k, v)
             j = self[pair] = len(self)
             return j
         if not isinstance(v, (numbers.Real, np.bool_)):
@@ -210,8 +219,11 @@ class _PairTable(dict):
         j = self.get(num)
         if j is None:
             if not self.grow:
-                return -1
-            j = self[num] = len(self)
+                j = self.unseen(k, _NUM)
+                if j < 0:
+                    return -1
+            else:
+                j = self[num] = len(self)
         if x == 1.0:
             if self.grow:
                 self[pair] = j
@@ -222,16 +234,10 @@ class _PairTable(dict):
         return -2 - (len(side) // 2 - 1)
 
 
-def _restore_pair_table(grow, items):
-    table = _PairTable(grow)
+def _restore_pair_table(grow, items, names=None):
+    table = _PairTable(grow, names)
     table.update(items)
     return table
-
-
-def _canonical(inner):
-    """Whether an inner key is a feature (str value or 1-tuple suffix) rather
-    than a numeric alias of the fast scan."""
-    return type(inner) is str or type(inner) is tuple
 
 
 def _scan_fast(X, table):
@@ -293,7 +299,7 @@ def _scan_slow(X, table):
         j = get(pair)
         if j is None:
             if not grow:
-                return -1
+                return table.unseen(*pair)
             j = table[pair] = len(table)
         return j
 
@@ -309,8 +315,9 @@ def _scan_slow(X, table):
                     raise ValueError(f"{_where(i, t)}: feature key {k!r} is "
                                      f"{type(k).__name__}; feature keys must be str.")
                 tv = type(v)
-                if tv is str:
-                    add(lookup((k, v)))
+                if tv is str or isinstance(v, str):
+                    # str subclasses (np.str_) as their str: one pair per name
+                    add(lookup((k, v if tv is str else str(v))))
                 elif tv is float or tv is int:
                     if v:
                         if tv is int:
@@ -334,7 +341,9 @@ def _scan_slow(X, table):
                         if x != 1.0:
                             add_pos(len(codes))
                             add_val(x)
-                        add(lookup((k, key2)))
+                        # "=s" (a str in a list) is the str value s
+                        suffix = key2[0]
+                        add(lookup((k, suffix[1:] if suffix[:1] == "=" else key2)))
             add_row(len(codes))
         tok_off.append(len(indptr) - 1)
     return (np.frombuffer(codes, dtype=np.int64), np.frombuffer(nz_pos, dtype=np.int64),
@@ -745,6 +754,7 @@ class TokenVectorizer(BaseEstimator):
             n_codes = len(table)
             col_of_code = np.full(n_codes, -1, dtype=np.int64)
             unique = False
+            vocab = None
             if self.n_features is None:
                 if _names_may_collide(by_tmpl):
                     # column identity = feature name, columns ordered by
@@ -760,7 +770,6 @@ class TokenVectorizer(BaseEstimator):
                                 c = vocab[name] = len(cand_group)
                                 cand_group.append(g)
                             col_of_code[p] = c
-                    del vocab
                     cand_group = np.asarray(cand_group, dtype=np.int64)
                 else:
                     # one column per pair, without building the names: within
@@ -821,6 +830,10 @@ class TokenVectorizer(BaseEstimator):
             if self.n_features is None:
                 col_of_code = np.append(new_col, -1)[col_of_code]
                 columns = _column_table(table, col_of_code, template_names)
+                if vocab is not None:     # names shared by several pairs
+                    columns.names = {name: int(new_col[c]) for name, c in vocab.items()
+                                     if new_col[c] >= 0}
+                    del vocab
             else:
                 hash_moduli = mods
                 hash_buckets = cand_virt[keep]
@@ -931,6 +944,20 @@ class TokenVectorizer(BaseEstimator):
         """Names of the output columns (see ``feature_names_out_``)."""
         check_is_fitted(self, "templates_")
         return self.feature_names_out_.copy()
+
+    def _item_column(self, k, v):
+        """Column of the feature of the dict item ``k: v`` (-1: none; dict
+        input without hashing), or None when the value expands into several
+        features (a dict or a list)."""
+        table = self._columns
+        if isinstance(v, str):
+            pair = (k, str(v))
+        elif isinstance(v, (numbers.Real, np.bool_)):
+            pair = (k, _NUM)
+        else:
+            return None
+        c = table.get(pair)
+        return table.unseen(*pair) if c is None else c
 
 
 class _Encoded:
@@ -1043,6 +1070,11 @@ class ArcVectorizer(BaseEstimator):
     min_freq : int, default=1
         Keep features seen on at least this many gold arcs.
     prefix_length : int, default=5
+    templates : list of str or None, default=None
+        Names of the templates to use (see ``template_names_``; e.g. the
+        ``selected_groups_`` of a
+        :class:`structlearn.feature_selection.GroupLassoSelector`); None: all.
+        Features of the other templates get no column.
 
     Attributes
     ----------
@@ -1055,15 +1087,17 @@ class ArcVectorizer(BaseEstimator):
     template_names_ : list of str
     """
 
-    def __init__(self, min_freq=1, prefix_length=5):
+    def __init__(self, min_freq=1, prefix_length=5, templates=None):
         self.min_freq = min_freq
         self.prefix_length = prefix_length
+        self.templates = templates
 
     def _check_params(self):
         for name in ("min_freq", "prefix_length"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}.")
+        return _template_ids(self.templates)
 
     def _ids(self, cols, vocabularies):
         A = np.empty((len(cols[0]), len(cols)), dtype=np.int32)
@@ -1090,7 +1124,7 @@ class ArcVectorizer(BaseEstimator):
         return self._fit(X, heads)
 
     def _fit(self, X, heads):
-        self._check_params()
+        allowed = self._check_params()
         cols, word_off = sentence_attributes(X, prefix_length=self.prefix_length)
         if len(heads) != len(word_off) - 1:
             raise ValueError(f"X has {len(word_off) - 1} sentences but heads has "
@@ -1116,9 +1150,13 @@ class ArcVectorizer(BaseEstimator):
         starts = np.flatnonzero(first)
         counts = np.diff(np.append(starts, len(keys)))
         keep = counts >= self.min_freq
+        if allowed is not None:
+            keep &= np.isin(tmpl[starts], allowed)
         if not keep.any():
             raise ValueError(f"no arc feature occurs on at least min_freq="
-                             f"{self.min_freq} gold arcs; lower min_freq.")
+                             f"{self.min_freq} gold arcs"
+                             f"{'' if allowed is None else ' in the given templates'}; "
+                             f"lower min_freq.")
         uniq = keys[starts[keep]]
         self.templates_ = tmpl[starts[keep]].astype(np.int16)
         del keys, tmpl
@@ -1140,3 +1178,23 @@ class ArcVectorizer(BaseEstimator):
         """``(indptr, ids)`` of every arc of sentences ``a..b-1`` (see
         :func:`structlearn.kernels.arcs.arc_feature_ids`)."""
         return arc_feature_ids(A, word_off, a, b, TEMPLATES, *self._table)
+
+
+def _template_ids(templates):
+    """Indices of the arc template names ``templates`` (None: None)."""
+    if templates is None:
+        return None
+    if isinstance(templates, str) or not hasattr(templates, "__iter__"):
+        raise ValueError(f"templates must be a list of template names or None, got "
+                         f"{templates!r}.")
+    names = template_names()
+    index = {n: t for t, n in enumerate(names)}
+    templates = list(templates)
+    unknown = [t for t in templates if t not in index]
+    if unknown:
+        raise ValueError(f"unknown arc templates {unknown[:3]!r} (of {len(unknown)}); "
+                         f"valid names are structlearn.kernels.arcs.template_names(), e.g. "
+                         f"{names[0]!r}.")
+    if not templates:
+        raise ValueError("templates is empty: at least one arc template is needed.")
+    return np.array(sorted(index[t] for t in templates), dtype=np.int64)

@@ -147,6 +147,19 @@ def test_numpy_string_and_dict_subclasses_accepted():
     assert M.toarray().ravel().tolist() == [1.0, 1.0]
 
 
+def test_value_forms_of_one_feature_share_a_column_across_fit_and_transform():
+    """np.str_ values and strings in lists are the str feature they name,
+    whichever scan (fast or slow) reads them in fit and in transform; a name
+    two keys produce finds its column from either key."""
+    tv = TokenVectorizer().fit([[{"w": np.str_("a"), "k": ["b"]}, {"w": "c"}]])
+    M, _ = tv.transform([[{"w": "a", "k": "b"}, {"w": ["c"], "k": np.str_("b")}]])
+    assert _token_features(tv, M, 0) == {"w=a": 1.0, "k=b": 1.0}
+    assert _token_features(tv, M, 1) == {"w=c": 1.0, "k=b": 1.0}
+    tv = TokenVectorizer().fit([[{"k": "a", "z": "q"}, {"k=a": 2.0}]])
+    M, _ = tv.transform([[{"k=a": 1.0}, {"k": "a"}]])
+    assert M.toarray()[:, tv.vocabulary_["k=a"]].tolist() == [1.0, 1.0]
+
+
 def test_matches_dictvectorizer_on_flat_features():
     rng = np.random.default_rng(0)
     X = _random_dicts(rng, 40)

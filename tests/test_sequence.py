@@ -162,6 +162,20 @@ def test_chain_problem_gradient_matches_finite_differences(support):
     v2, g2 = pb.value_and_grad(z, np.arange(6, 12))
     np.testing.assert_allclose(g1 + g2, g, atol=1e-10)
     np.testing.assert_allclose(np.concatenate([v1, v2]), vals)
+    # the sparse form at z = scale * v (bias unscaled): same losses and
+    # gradient entries, and the scores read only the parameters params_of names
+    idx = np.array([1, 4, 7])
+    v3, g3 = pb.value_and_grad(z, idx)
+    v = z / 0.4
+    v[~pb.penalized] = z[~pb.penalized]
+    v4, cols, gv = pb.sparse_value_and_grad(v, idx, 0.4)
+    np.testing.assert_allclose(v4, v3, rtol=1e-10)
+    np.testing.assert_allclose(np.bincount(cols, weights=gv, minlength=pb.n_params), g3,
+                               atol=1e-10)
+    read = np.zeros(pb.n_params, dtype=bool)
+    read[pb.params_of(idx)] = True
+    z_other = np.where(read, z, rng.randn(pb.n_params))
+    np.testing.assert_allclose(pb.value_and_grad(z_other, idx)[0], v3, rtol=1e-12)
 
 
 # ------------------------------------------------------------------ estimator

@@ -144,6 +144,32 @@ class StructuredLinearModel(BaseEstimator):
                   f"in {time.perf_counter() - t_start:.2f}s")
         return self
 
+    def _selection_setup(self, X, y, loss):
+        """The training problem of ``loss`` on (X, y) for feature selection
+        (:class:`structlearn.feature_selection.GroupLassoSelector`): every
+        input column is its own template; a weight belongs to its column."""
+        from ..feature_selection import SelectionSetup, _ArrayRestrictor
+
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
+                             f"target y is None.")
+        X = check_array(X, accept_sparse="csr", dtype=np.float64,
+                        ensure_all_finite=True, ensure_min_samples=1)
+        y_int, structure, _ = self._prepare_targets(y, n_samples=X.shape[0])
+        loss.check(structure)
+        tie = self._weight_tying(structure)
+        q = structure.n_parts if tie is None else tie.shape[1]
+        X = self._validate_X(X, reset=True)
+        problem = LinearProblem(X, y_int, structure, loss, q, self.fit_intercept,
+                                tie=tie, n_jobs=self.n_jobs)
+        d = X.shape[1]
+        param_column = np.concatenate([np.tile(np.arange(d), q),
+                                       np.full(problem.n_params - q * d, -1)])
+        names = [str(n) for n in getattr(self, "feature_names_in_",
+                                         [f"x{j}" for j in range(d)])]
+        return SelectionSetup(problem, param_column, d, np.arange(d), names,
+                              _ArrayRestrictor(d), column_names=lambda: list(names))
+
     def _run_solver(self, solver, problem, z0, loss):
         """Run the chosen solver on a training problem; ``(z, n_iter, objective)``."""
         tol = self.tol if self.tol is not None else DEFAULT_TOL[solver]

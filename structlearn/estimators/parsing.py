@@ -135,6 +135,16 @@ class ParserProblem:
             o += hi - lo
         return vals, g
 
+    def params_of(self, idx):
+        """Parameters read by the scores of sentences ``idx`` (with
+        repeats): the feature ids of their arcs."""
+        out = []
+        for i in np.asarray(idx, dtype=np.int64):
+            c, lo, hi = self.cache.locate(int(i))
+            indptr, ids = self.cache.chunks[c]
+            out.append(ids[indptr[lo]:indptr[hi]])
+        return np.concatenate(out).astype(np.int64)
+
     def sparse_value_and_grad(self, v, idx, scale):
         """Losses of the sentences ``idx`` at ``z = scale * v`` and their
         summed gradient as entries ``(cols, vals)`` (see
@@ -226,6 +236,12 @@ class DependencyParser(StructuredLinearModel):
         the maximum tree under the loss's arc marginals).
     min_freq : int, default=1
         Keep arc features seen on at least this many gold arcs.
+    templates : list of str or None, default=None
+        Arc templates to use (names as in ``vectorizer_.template_names_``);
+        None: all, or the templates carried by ``X`` when it is the output
+        of a :class:`structlearn.feature_selection.GroupLassoSelector`
+        (:class:`structlearn.feature_selection.SelectedSentences`), so that
+        a selector followed by a parser is a two-step pipeline.
 
     Attributes
     ----------
@@ -248,7 +264,8 @@ class DependencyParser(StructuredLinearModel):
 
     def __init__(self, loss="crf", alpha=1e-5, projective=False, single_root=True,
                  solver="auto", max_iter=None, tol=None, decoding="map", min_freq=1,
-                 random_state=None, n_jobs=None, verbose=0, warm_start=False):
+                 templates=None, random_state=None, n_jobs=None, verbose=0,
+                 warm_start=False):
         super().__init__(loss=loss, alpha=alpha, fit_intercept=False, solver=solver,
                          max_iter=max_iter, tol=tol, decoding=decoding,
                          random_state=random_state, n_jobs=n_jobs, verbose=verbose,
@@ -256,6 +273,7 @@ class DependencyParser(StructuredLinearModel):
         self.projective = projective
         self.single_root = single_root
         self.min_freq = min_freq
+        self.templates = templates
 
     def _check_parser_params(self):
         for name in ("projective", "single_root"):
@@ -280,20 +298,9 @@ class DependencyParser(StructuredLinearModel):
         """
         t_start = time.perf_counter()
         loss = get_loss(self.loss)
-        self._check_parser_params()
         solver = self._check_params(loss)
-        heads, word_off = _check_heads_input(X, y, self.single_root)
-        loss.check(Tree(np.array([0, 1]), single_root=self.single_root,
-                        projective=self.projective))
         warm = self.warm_start and hasattr(self, "vectorizer_")
-        if warm:
-            vec = self.vectorizer_
-            A, _ = vec.transform(X)
-        else:
-            vec = ArcVectorizer(min_freq=self.min_freq)
-            A, _ = vec.fit_transform(X, list(y))
-        n_threads = n_workers(self.n_jobs, len(word_off) - 1)
-        cache = _ArcCache(vec, A, word_off, n_threads)
+        heads, word_off, vec, cache = self._prepare(X, y, loss, warm)
         if self.verbose:
             print(f"[DependencyParser] {len(word_off) - 1} sentences, {word_off[-1]} words, "
                   f"{cache.arc_off[-1]} arcs, {vec.n_features_} features, arc cache "
@@ -324,6 +331,39 @@ class DependencyParser(StructuredLinearModel):
             print(f"[DependencyParser] fit with loss={loss}, solver={solver} in "
                   f"{time.perf_counter() - t_start:.2f}s")
         return self
+
+    def _prepare(self, X, y, loss, warm):
+        """Validated heads, the (fitted) vectorizer and the arc cache of X."""
+        self._check_parser_params()
+        heads, word_off = _check_heads_input(X, y, self.single_root)
+        loss.check(Tree(np.array([0, 1]), single_root=self.single_root,
+                        projective=self.projective))
+        if warm:
+            vec = self.vectorizer_
+            A, _ = vec.transform(X)
+        else:
+            templates = self.templates
+            if templates is None:
+                templates = getattr(X, "arc_templates", None)
+            vec = ArcVectorizer(min_freq=self.min_freq, templates=templates)
+            A, _ = vec.fit_transform(X, list(y))
+        n_threads = n_workers(self.n_jobs, len(word_off) - 1)
+        return heads, word_off, vec, _ArcCache(vec, A, word_off, n_threads)
+
+    def _selection_setup(self, X, y, loss):
+        """The training problem of ``loss`` on (X, y) for feature selection
+        (:class:`structlearn.feature_selection.GroupLassoSelector`)."""
+        from ..feature_selection import SelectionSetup, _TemplateRestrictor
+
+        heads, word_off, vec, cache = self._prepare(X, y, loss, warm=False)
+        problem = ParserProblem(cache, heads, loss, self.single_root, self.projective,
+                                vec.n_features_, self.n_jobs)
+        n = vec.n_features_
+        return SelectionSetup(problem, param_column=np.arange(n), n_columns=n,
+                              column_template=vec.templates_.astype(np.int64),
+                              template_names=list(vec.template_names_),
+                              restrictor=_TemplateRestrictor(list(vec.template_names_)),
+                              label_groups=False)
 
     # -------------------------------------------------------------- predict
     def _chunks(self, X):

@@ -16,6 +16,8 @@ from ..kernels.linear import (
     select_entries,
     support_entries,
     support_grad,
+    support_grad_entries,
+    support_param_ids,
     support_scores,
 )
 from ..losses import Perceptron, get_loss
@@ -202,11 +204,16 @@ class ChainProblem:
         bias = z[S + K * K + 2 * K:] if self.fit_intercept else np.zeros(K)
         return w, trans, start, end, bias
 
-    def scores(self, z, batch):
+    def scores(self, z, batch, scale=1.0):
+        """Scores of a batch; ``scale`` multiplies the penalised weights
+        (everything but the bias)."""
         w, trans, start, end, bias = self.unpack(z)
         tk = batch.tokens
         U = support_scores(batch.indptr, tk.nz_start, tk.nz_len, tk.data, self.sup_label,
                            w, self.K)
+        if scale != 1.0:
+            U *= scale
+            trans, start, end = scale * trans, scale * start, scale * end
         U += bias
         return chain_assemble_scores(U, np.ascontiguousarray(trans), start, end,
                                      batch.tok_off, batch.structure.part_off)
@@ -230,6 +237,36 @@ class ChainProblem:
         if self.fit_intercept:
             g[S + K * K + 2 * K:] += GU.sum(axis=0)
         return vals
+
+    def params_of(self, idx):
+        """Parameters read by the scores of sequences ``idx`` (with repeats):
+        the support weights of their tokens' features, and every transition,
+        start, end and bias weight."""
+        batch = _ChainBatch.select(self.tokens, self.tok_off, self.y, self.K,
+                                   np.asarray(idx, dtype=np.int64))
+        tk = batch.tokens
+        return np.concatenate([support_param_ids(batch.indptr, tk.nz_start, tk.nz_len),
+                               np.arange(self.n_support, self.n_params)])
+
+    def sparse_value_and_grad(self, v, idx, scale):
+        """Losses of the sequences ``idx`` at ``z`` = ``v`` with the penalised
+        weights times ``scale``, and their summed gradient as entries
+        ``(cols, vals)`` (see :func:`structlearn.solvers.sgd`)."""
+        batch = _ChainBatch.select(self.tokens, self.tok_off, self.y, self.K,
+                                   np.asarray(idx, dtype=np.int64))
+        theta = self.scores(v, batch, scale)
+        st = batch.structure
+        vals, G = self.loss.value_and_grad(theta, batch.y, st)
+        GU, gtr, gst, gen = chain_reduce_grad(np.ascontiguousarray(G, dtype=np.float64),
+                                              batch.tok_off, st.part_off, self.K)
+        tk = batch.tokens
+        cols, gv = support_grad_entries(batch.indptr, tk.nz_start, tk.nz_len, tk.data,
+                                        self.sup_label, GU)
+        tail = [gtr.ravel(), gst, gen] + ([GU.sum(axis=0)] if self.fit_intercept else [])
+        tail = np.concatenate(tail)
+        nz = np.flatnonzero(tail)
+        return vals, np.concatenate([cols, self.n_support + nz]), \
+            np.concatenate([gv, tail[nz]])
 
     def _group_value_and_grad(self, z, batches):
         g = np.zeros(self.n_params)
@@ -362,15 +399,51 @@ class SequenceTagger(StructuredLinearModel):
         self
         """
         t_start = time.perf_counter()
+        loss = get_loss(self.loss)
+        solver = self._check_params(loss)
+        warm = self.warm_start and hasattr(self, "vectorizer_")
+        vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d = \
+            self._prepare(X, y, loss, warm)
+        K = len(classes)
+        problem = ChainProblem(tokens, kept_off, y_int, K, sup_ptr, sup_label,
+                               loss, self.fit_intercept, self.n_jobs)
+        if warm and len(self._z) == problem.n_params:
+            z0 = self._z.copy()
+        elif uses_active_set(loss, Chain):
+            # The active set is slowest at near-zero scores, whose SparseMAP
+            # solutions are near-uniform mixtures of hundreds of sequences;
+            # one averaged-perceptron epoch moves the start out of that
+            # regime (the objective is convex: only the time changes).
+            pb0 = ChainProblem(tokens, kept_off, y_int, K, sup_ptr, sup_label, Perceptron(),
+                               self.fit_intercept, self.n_jobs)
+            z0, _, _ = sgd(pb0, 0.0, np.zeros(problem.n_params), max_iter=1,
+                           random_state=self.random_state, perceptron=True)
+        else:
+            z0 = np.zeros(problem.n_params)
+        if self.verbose:
+            print(f"[SequenceTagger] {problem.n_samples} sequences, {len(y_int)} tokens, "
+                  f"{K} tags, {d} features, {problem.n_params} parameters")
+        z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
+        self._set_model(z, problem, vec, classes, sup_ptr, sup_label, d)
+        self.loss_ = loss
+        self.solver_ = solver
+        self.n_iter_ = n_iter
+        self.objective_ = obj
+        if self.verbose:
+            print(f"[SequenceTagger] fit with loss={loss}, solver={solver} in "
+                  f"{time.perf_counter() - t_start:.2f}s")
+        return self
+
+    def _prepare(self, X, y, loss, warm):
+        """Validated training data: the (fitted) vectorizer, the token
+        features, the offsets of the non-empty sequences, the tags, the
+        classes and the weight support."""
         if y is None:
             raise ValueError("SequenceTagger requires y to be passed, but the target y "
                              "is None.")
-        loss = get_loss(self.loss)
         if self.feature_support not in FEATURE_SUPPORTS:
             raise ValueError(f"feature_support must be one of {FEATURE_SUPPORTS}, got "
                              f"{self.feature_support!r}.")
-        solver = self._check_params(loss)
-        warm = self.warm_start and hasattr(self, "vectorizer_")
         if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
             raise ValueError(f"X must be a list of sequences, got {type(X).__name__}.")
         y = _check_label_sequences(y, len(X))
@@ -414,38 +487,29 @@ class SequenceTagger(StructuredLinearModel):
             sup_ptr, sup_label = self._make_support(enc.indptr, enc.indices, enc.n_cols, y_int, K)
             sup_label = narrow_ints(sup_label, K)
         loss.check(Chain(K, [0, 1]))
-        # Everything is validated: only now touch the estimator's state.
         d = enc.n_cols
         tokens = _Tokens.from_encoded(enc, sup_ptr)
         del enc  # the kernels read the supports, not the column indices
-        problem = ChainProblem(tokens, kept_off, y_int, K, sup_ptr, sup_label,
+        return vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d
+
+    def _selection_setup(self, X, y, loss):
+        """The training problem of ``loss`` on (X, y) for feature selection
+        (:class:`structlearn.feature_selection.GroupLassoSelector`): the
+        weights of a feature's (feature, tag) pairs belong to its column."""
+        from ..feature_selection import (SelectionSetup, _DictRestrictor,
+                                         _SequenceArrayRestrictor)
+
+        vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d = \
+            self._prepare(X, y, loss, warm=False)
+        problem = ChainProblem(tokens, kept_off, y_int, len(classes), sup_ptr, sup_label,
                                loss, self.fit_intercept, self.n_jobs)
-        if warm and len(self._z) == problem.n_params:
-            z0 = self._z.copy()
-        elif uses_active_set(loss, Chain):
-            # The active set is slowest at near-zero scores, whose SparseMAP
-            # solutions are near-uniform mixtures of hundreds of sequences;
-            # one averaged-perceptron epoch moves the start out of that
-            # regime (the objective is convex: only the time changes).
-            pb0 = ChainProblem(tokens, kept_off, y_int, K, sup_ptr, sup_label, Perceptron(),
-                               self.fit_intercept, self.n_jobs)
-            z0, _, _ = sgd(pb0, 0.0, np.zeros(problem.n_params), max_iter=1,
-                           random_state=self.random_state, perceptron=True)
-        else:
-            z0 = np.zeros(problem.n_params)
-        if self.verbose:
-            print(f"[SequenceTagger] {problem.n_samples} sequences, {len(y_int)} tokens, "
-                  f"{K} tags, {d} features, {problem.n_params} parameters")
-        z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
-        self._set_model(z, problem, vec, classes, sup_ptr, sup_label, d)
-        self.loss_ = loss
-        self.solver_ = solver
-        self.n_iter_ = n_iter
-        self.objective_ = obj
-        if self.verbose:
-            print(f"[SequenceTagger] fit with loss={loss}, solver={solver} in "
-                  f"{time.perf_counter() - t_start:.2f}s")
-        return self
+        param_column = np.concatenate([np.repeat(np.arange(d), np.diff(sup_ptr)),
+                                       np.full(problem.n_params - problem.n_support, -1)])
+        restrictor = _DictRestrictor(vec) if vec.input_type_ == "dict" else \
+            _SequenceArrayRestrictor(d)
+        return SelectionSetup(problem, param_column, d, vec.templates_,
+                              vec.template_names_, restrictor,
+                              column_names=lambda: list(vec.feature_names_out_))
 
     def _make_support(self, indptr, indices, d, y_int, K):
         if self.feature_support == "all":

@@ -93,6 +93,54 @@ def support_grad(indptr, nz_start, nz_len, data, sup_label, G, g):
                     g[s] += x * Gt[sup_label[s]]
 
 
+@njit(cache=True, nogil=True)
+def support_grad_entries(indptr, nz_start, nz_len, data, sup_label, G):
+    """:func:`support_grad` as entries ``(cols, vals)`` of the support
+    weights (duplicates allowed, zero entries skipped)."""
+    n = len(indptr) - 1
+    binary = len(data) == 0
+    n_out = 0
+    for t in range(n):
+        Gt = G[t]
+        for j in range(indptr[t], indptr[t + 1]):
+            s0 = nz_start[j]
+            for s in range(s0, s0 + nz_len[j]):
+                if Gt[sup_label[s]] != 0.0:
+                    n_out += 1
+    cols = np.empty(n_out, dtype=np.int64)
+    vals = np.empty(n_out)
+    o = 0
+    for t in range(n):
+        Gt = G[t]
+        for j in range(indptr[t], indptr[t + 1]):
+            s0 = nz_start[j]
+            x = 1.0 if binary else data[j]
+            for s in range(s0, s0 + nz_len[j]):
+                v = Gt[sup_label[s]]
+                if v != 0.0:
+                    cols[o] = s
+                    vals[o] = x * v
+                    o += 1
+    return cols, vals
+
+
+@njit(cache=True, nogil=True)
+def support_param_ids(indptr, nz_start, nz_len):
+    """The support weights read by :func:`support_scores` for these rows
+    (with repeats)."""
+    n_out = 0
+    for j in range(indptr[0], indptr[len(indptr) - 1]):
+        n_out += nz_len[j]
+    out = np.empty(n_out, dtype=np.int64)
+    o = 0
+    for j in range(indptr[0], indptr[len(indptr) - 1]):
+        s0 = nz_start[j]
+        for s in range(s0, s0 + nz_len[j]):
+            out[o] = s
+            o += 1
+    return out
+
+
 def narrow_dtype(n_values):
     """Smallest integer dtype holding the values ``0..n_values - 1``."""
     for dt in (np.uint8, np.int16, np.int32):
