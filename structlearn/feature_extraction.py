@@ -1082,7 +1082,7 @@ class ArcVectorizer(BaseEstimator):
         Attribute value -> id (ids from 3; 0 outside the sentence, 1
         unknown, 2 root), one dict per attribute.
     n_features_ : int
-    templates_ : ndarray of int16 (n_features_,)
+    templates_ : ndarray of int16, shape (``n_features_``,)
         Template index of every feature column.
     template_names_ : list of str
     """
