@@ -132,16 +132,10 @@ class StructuredLinearModel(BaseEstimator):
         self.coef_ = W.copy()
         self.intercept_ = b.copy() if self.fit_intercept else np.zeros(p)
         self.weight_tying_ = tie
-        self.loss_ = loss
         self.structure_ = structure
-        self.solver_ = solver
-        self.n_iter_ = n_iter
-        self.objective_ = obj
         for key, value in extra.items():
             setattr(self, key, value)
-        if self.verbose:
-            print(f"[{type(self).__name__}] fit with loss={loss}, solver={solver} "
-                  f"in {time.perf_counter() - t_start:.2f}s")
+        self._record_fit(loss, solver, n_iter, obj, t_start)
         return self
 
     def _selection_setup(self, X, y, loss):
@@ -169,6 +163,16 @@ class StructuredLinearModel(BaseEstimator):
                                          [f"x{j}" for j in range(d)])]
         return SelectionSetup(problem, param_column, d, np.arange(d), names,
                               _ArrayRestrictor(d), column_names=lambda: list(names))
+
+    def _record_fit(self, loss, solver, n_iter, obj, t_start):
+        """Set the fit summary attributes (and report it with ``verbose``)."""
+        self.loss_ = loss
+        self.solver_ = solver
+        self.n_iter_ = n_iter
+        self.objective_ = obj
+        if self.verbose:
+            print(f"[{type(self).__name__}] fit with loss={loss}, solver={solver} in "
+                  f"{time.perf_counter() - t_start:.2f}s")
 
     def _run_solver(self, solver, problem, z0, loss):
         """Run the chosen solver on a training problem; ``(z, n_iter, objective)``."""

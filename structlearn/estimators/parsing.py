@@ -323,13 +323,7 @@ class DependencyParser(StructuredLinearModel):
         self.coef_ = np.array(z, dtype=np.float64)
         self.vectorizer_ = vec
         self.n_features_in_ = vec.n_features_
-        self.loss_ = loss
-        self.solver_ = solver
-        self.n_iter_ = n_iter
-        self.objective_ = obj
-        if self.verbose:
-            print(f"[DependencyParser] fit with loss={loss}, solver={solver} in "
-                  f"{time.perf_counter() - t_start:.2f}s")
+        self._record_fit(loss, solver, n_iter, obj, t_start)
         return self
 
     def _prepare(self, X, y, loss, warm):

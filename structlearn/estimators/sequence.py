@@ -425,13 +425,7 @@ class SequenceTagger(StructuredLinearModel):
                   f"{K} tags, {d} features, {problem.n_params} parameters")
         z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
         self._set_model(z, problem, vec, classes, sup_ptr, sup_label, d)
-        self.loss_ = loss
-        self.solver_ = solver
-        self.n_iter_ = n_iter
-        self.objective_ = obj
-        if self.verbose:
-            print(f"[SequenceTagger] fit with loss={loss}, solver={solver} in "
-                  f"{time.perf_counter() - t_start:.2f}s")
+        self._record_fit(loss, solver, n_iter, obj, t_start)
         return self
 
     def _prepare(self, X, y, loss, warm):
