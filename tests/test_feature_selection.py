@@ -328,3 +328,23 @@ def test_not_an_estimator_and_not_fitted():
     sel = GroupLassoSelector(OrdinalRegressor(), budget=2, K=5).fit(X, y)
     with pytest.raises(ValueError, match="4 features"):
         sel.transform(np.ones((3, 5)))
+
+
+def test_pickle_clone_and_grid_search_over_the_budget():
+    import pickle
+
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = _tagging_data(40)
+    sel = GroupLassoSelector(SequenceTagger(), budget=2, K=20, random_state=0).fit(X, y)
+    again = pickle.loads(pickle.dumps(sel))
+    assert again.transform(X) == sel.transform(X)
+    assert again.selected_groups_ == sel.selected_groups_
+    c = clone(sel)
+    assert not hasattr(c, "support_") and c.get_params()["budget"] == 2
+    pipe = make_pipeline(GroupLassoSelector(SequenceTagger(), K=20, random_state=0),
+                         SequenceTagger(loss="perceptron", max_iter=3, random_state=0))
+    grid = GridSearchCV(pipe, {"grouplassoselector__budget": [1, 3]}, cv=2).fit(X, y)
+    assert grid.best_params_["grouplassoselector__budget"] in (1, 3)
+    assert grid.score(X, y) > 0.9
