@@ -81,6 +81,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import murmurhash3_32
 from sklearn.utils.validation import check_is_fitted
 
+from ._validation import check_int
 from .kernels.arcs import TEMPLATES, arc_feature_ids, build_table, gold_arc_keys, template_names
 from .kernels.tree import validate_heads
 
@@ -574,14 +575,8 @@ class TokenVectorizer(BaseEstimator):
 
     # ---------------------------------------------------------- validation
     def _check_params(self):
-        if (not isinstance(self.min_freq, numbers.Integral) or isinstance(self.min_freq, bool)
-                or self.min_freq < 1):
-            raise ValueError(f"min_freq must be an integer >= 1, got {self.min_freq!r}.")
-        if self.n_features is not None and (
-                not isinstance(self.n_features, numbers.Integral)
-                or isinstance(self.n_features, bool) or self.n_features < 1):
-            raise ValueError(f"n_features must be None or an integer >= 1, "
-                             f"got {self.n_features!r}.")
+        check_int("min_freq", self.min_freq)
+        check_int("n_features", self.n_features, allow_none=True)
         try:
             dtype = np.dtype(self.dtype)
         except TypeError:
@@ -1093,10 +1088,8 @@ class ArcVectorizer(BaseEstimator):
         self.templates = templates
 
     def _check_params(self):
-        for name in ("min_freq", "prefix_length"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}.")
+        check_int("min_freq", self.min_freq)
+        check_int("prefix_length", self.prefix_length)
         return _template_ids(self.templates)
 
     def _ids(self, cols, vocabularies):

@@ -77,6 +77,7 @@ from numba import njit
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
+from ._validation import check_int
 from .losses import get_loss
 
 __all__ = ["GroupLassoSelector", "SelectedSentences", "group_soft_threshold",
@@ -426,14 +427,6 @@ def online_prox_grad(problem, weights, layers, n_epochs=5, K=1000, eta0=1.0,
 
 
 # ---------------------------------------------------------------- selector
-def _check_int(name, value, minimum=1, allow_none=False):
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}"
-                         f"{' or None' if allow_none else ''}, got {value!r}.")
-
-
 def _layers_of_order(names, order):
     """Coarse-to-fine groups: for every group ``a``, the set of groups
     ``b`` with ``a <= b`` (itself and every finer group), and a split of
@@ -570,14 +563,14 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
                              f"DependencyParser), got {type(self.estimator).__name__}.")
         if self.penalty not in PENALTIES:
             raise ValueError(f"penalty must be one of {PENALTIES}, got {self.penalty!r}.")
-        _check_int("budget", self.budget)
-        _check_int("K", self.K)
-        _check_int("n_epochs", self.n_epochs)
+        check_int("budget", self.budget)
+        check_int("K", self.K)
+        check_int("n_epochs", self.n_epochs)
         if self.penalty == "sparse-group-lasso":
             if self.feature_budget is None:
                 raise ValueError("penalty='sparse-group-lasso' needs feature_budget (the "
                                  "number of non-zero weights its L1 part keeps).")
-            _check_int("feature_budget", self.feature_budget)
+            check_int("feature_budget", self.feature_budget)
         if self.penalty == "coarse-to-fine" and self.order is None:
             raise ValueError("penalty='coarse-to-fine' needs order: (coarse, fine) pairs "
                              "of group names.")

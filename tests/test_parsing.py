@@ -134,6 +134,26 @@ def test_vectorizer_min_freq_and_errors():
         ArcVectorizer().fit(two, [[0, 7], [0]])
 
 
+def test_vectorizer_templates_restrict_the_features_and_bad_names_raise():
+    from structlearn.kernels.arcs import template_names
+
+    X, y = toy_data()
+    names = template_names()
+    keep = [names[0], names[5], names[70]]
+    full, sub = ArcVectorizer().fit(X, y), ArcVectorizer(templates=keep).fit(X, y)
+    kept = {names[t] for t in sub.templates_}
+    assert kept <= set(keep) and kept
+    # exactly the features of those templates, in the same (key) order
+    mask = np.isin(full.templates_, [names.index(k) for k in keep])
+    assert sub.n_features_ == int(mask.sum())
+    for bad, match in [(["nope"], "unknown arc templates \\['nope'\\]"),
+                       ([], "templates is empty"), ("h.form", "list of template names")]:
+        with pytest.raises(ValueError, match=match):
+            ArcVectorizer(templates=bad).fit(X, y)
+        with pytest.raises(ValueError, match=match):
+            DependencyParser(templates=bad).fit(X, y)
+
+
 def test_feats_dicts_and_strings_give_the_same_attribute():
     a = [{"form": "x", "feats": {"Number": "Sing", "Case": "Nom"}}, {"form": "y"}]
     b = [{"form": "x", "feats": "Case=Nom|Number=Sing"}, {"form": "y", "feats": None}]
@@ -302,7 +322,7 @@ def test_bad_input_errors_and_failed_fit_leaves_the_model_unchanged():
         est.fit(X, y[:-1] + ["abc"])
     with pytest.raises(ValueError, match="bool"):
         clone(est).set_params(projective="yes").fit(X, y)
-    with pytest.raises(ValueError, match="min_freq must be an int >= 1"):
+    with pytest.raises(ValueError, match="min_freq must be an integer >= 1"):
         clone(est).set_params(min_freq=0).fit(X, y)
     np.testing.assert_array_equal(est.coef_, coef)
     with pytest.raises(ValueError, match="list of sentences"):

@@ -164,6 +164,25 @@ class StructuredLinearModel(BaseEstimator):
         return SelectionSetup(problem, param_column, d, np.arange(d), names,
                               _ArrayRestrictor(d), column_names=lambda: list(names))
 
+    def _initial_point(self, problem, loss, structure_cls, previous, with_loss):
+        """Starting weights of a solver run.
+
+        The previous solution with ``warm_start`` (when its size still
+        fits); for losses that run the SparseMAP active set on every sample,
+        one averaged-perceptron epoch -- the active set is slowest at
+        near-zero scores, whose solutions are near-uniform mixtures of many
+        structures, and the objective is convex, so only the time changes;
+        zeros otherwise.  ``with_loss(loss)`` builds the same problem with
+        another loss.
+        """
+        if previous is not None and len(previous) == problem.n_params:
+            return np.array(previous, dtype=np.float64)
+        if uses_active_set(loss, structure_cls):
+            z0, _, _ = sgd(with_loss(Perceptron()), 0.0, np.zeros(problem.n_params),
+                           max_iter=1, random_state=self.random_state, perceptron=True)
+            return z0
+        return np.zeros(problem.n_params)
+
     def _record_fit(self, loss, solver, n_iter, obj, t_start):
         """Set the fit summary attributes (and report it with ``verbose``)."""
         self.loss_ = loss

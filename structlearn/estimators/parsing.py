@@ -1,17 +1,17 @@
 """Dependency parsing: first-order arc-factored models with any structured loss."""
 
-import numbers
 import time
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from .._validation import check_int
 from ..feature_extraction import ArcVectorizer
 from ..kernels.arcs import arc_grad, arc_grad_entries, arc_scores
 from ..kernels.tree import tree_arc_offsets, validate_heads
-from ..losses import Perceptron, get_loss
+from ..losses import get_loss
 from ..metrics import uas
-from ..solvers import n_workers, sgd, thread_map
+from ..solvers import n_workers, thread_map
 from ..structures.base import SupportCache
 from ..structures.tree import Tree
 from ._base import StructuredLinearModel, uses_active_set
@@ -279,9 +279,7 @@ class DependencyParser(StructuredLinearModel):
         for name in ("projective", "single_root"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}.")
-        if isinstance(self.min_freq, bool) or not isinstance(self.min_freq, numbers.Integral) \
-                or self.min_freq < 1:
-            raise ValueError(f"min_freq must be an int >= 1, got {self.min_freq!r}.")
+        check_int("min_freq", self.min_freq)
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
@@ -306,19 +304,13 @@ class DependencyParser(StructuredLinearModel):
                   f"{cache.arc_off[-1]} arcs, {vec.n_features_} features, arc cache "
                   f"{cache.nbytes / 2**20:.0f} MB ({time.perf_counter() - t_start:.1f}s)")
         # Everything is validated: only now touch the estimator's state.
-        problem = ParserProblem(cache, heads, loss, self.single_root, self.projective,
-                                vec.n_features_, self.n_jobs)
-        if warm and len(self.coef_) == problem.n_params:
-            z0 = self.coef_.copy()
-        elif uses_active_set(loss, Tree):
-            # one averaged-perceptron epoch moves the active set out of its
-            # slowest regime (near-uniform mixtures at zero scores)
-            pb0 = ParserProblem(cache, heads, Perceptron(), self.single_root,
-                                self.projective, vec.n_features_, self.n_jobs)
-            z0, _, _ = sgd(pb0, 0.0, np.zeros(problem.n_params), max_iter=1,
-                           random_state=self.random_state, perceptron=True)
-        else:
-            z0 = np.zeros(problem.n_params)
+        def problem_with(lossobj):
+            return ParserProblem(cache, heads, lossobj, self.single_root, self.projective,
+                                 vec.n_features_, self.n_jobs)
+
+        problem = problem_with(loss)
+        z0 = self._initial_point(problem, loss, Tree, self.coef_ if warm else None,
+                                 problem_with)
         z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
         self.coef_ = np.array(z, dtype=np.float64)
         self.vectorizer_ = vec

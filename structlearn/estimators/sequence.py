@@ -20,8 +20,8 @@ from ..kernels.linear import (
     support_param_ids,
     support_scores,
 )
-from ..losses import Perceptron, get_loss
-from ..solvers import n_workers, sgd, thread_map
+from ..losses import get_loss
+from ..solvers import n_workers, thread_map
 from ..structures.base import SupportCache
 from ..structures.chain import Chain
 from ._base import StructuredLinearModel, uses_active_set
@@ -405,21 +405,13 @@ class SequenceTagger(StructuredLinearModel):
         vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d = \
             self._prepare(X, y, loss, warm)
         K = len(classes)
-        problem = ChainProblem(tokens, kept_off, y_int, K, sup_ptr, sup_label,
-                               loss, self.fit_intercept, self.n_jobs)
-        if warm and len(self._z) == problem.n_params:
-            z0 = self._z.copy()
-        elif uses_active_set(loss, Chain):
-            # The active set is slowest at near-zero scores, whose SparseMAP
-            # solutions are near-uniform mixtures of hundreds of sequences;
-            # one averaged-perceptron epoch moves the start out of that
-            # regime (the objective is convex: only the time changes).
-            pb0 = ChainProblem(tokens, kept_off, y_int, K, sup_ptr, sup_label, Perceptron(),
-                               self.fit_intercept, self.n_jobs)
-            z0, _, _ = sgd(pb0, 0.0, np.zeros(problem.n_params), max_iter=1,
-                           random_state=self.random_state, perceptron=True)
-        else:
-            z0 = np.zeros(problem.n_params)
+        def problem_with(lossobj):
+            return ChainProblem(tokens, kept_off, y_int, K, sup_ptr, sup_label, lossobj,
+                                self.fit_intercept, self.n_jobs)
+
+        problem = problem_with(loss)
+        z0 = self._initial_point(problem, loss, Chain, self._z if warm else None,
+                                 problem_with)
         if self.verbose:
             print(f"[SequenceTagger] {problem.n_samples} sequences, {len(y_int)} tokens, "
                   f"{K} tags, {d} features, {problem.n_params} parameters")

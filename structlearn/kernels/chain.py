@@ -49,7 +49,7 @@ not safe to enter from several threads at once).
 import numpy as np
 from numba import njit
 
-from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE
+from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE, block_params
 
 NEG_INF = -np.inf
 
@@ -826,24 +826,10 @@ def chain_map(eta, params, out):
     _add_encoding(y, 0, L, K, out, 0, 1.0)
 
 
-@njit(cache=True, nogil=True)
 def chain_block_params(tok_off, K):
-    """Per-sequence ``[L_i, K]`` parameters for :func:`chain_map`.
-
-    Returns ``(params_flat, params_off)`` with ``params_flat[params_off[i]:
-    params_off[i + 1]] = [L_i, K]`` (float64) and ``params_off`` int64 of
-    shape ``(n + 1,)``, as taken by
-    :func:`structlearn.kernels.sparsemap.sparsemap_active_set_ragged`.
-    """
-    n = tok_off.shape[0] - 1
-    params = np.empty(2 * n)
-    off = np.empty(n + 1, dtype=np.int64)
-    off[0] = 0
-    for i in range(n):
-        params[2 * i] = float(tok_off[i + 1] - tok_off[i])
-        params[2 * i + 1] = float(K)
-        off[i + 1] = 2 * (i + 1)
-    return params, off
+    """Per-sequence ``[L_i, K]`` parameters for :func:`chain_map`, as
+    :func:`~structlearn.kernels.sparsemap.block_params` lays them out."""
+    return block_params(np.asarray(tok_off, dtype=np.int64), np.array([float(K)]))
 
 
 @njit(ENCODE_SIGNATURE, cache=True)

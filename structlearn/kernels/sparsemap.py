@@ -1004,3 +1004,24 @@ def sparsemap_active_set_warm_ragged(theta, part_off, n_unary, oracle, encode, p
         opos += k * R
         sup_off[i + 1] = s + k
     return mu, codes[:opos].copy(), wout[:sup_off[n]].copy(), sup_off
+
+
+@njit(cache=True, nogil=True)
+def block_params(off, extra):
+    """Per-block oracle parameters ``[length_i, *extra]`` of a ragged batch
+    whose blocks are delimited by ``off`` (e.g. token or word offsets).
+
+    Returns ``(params_flat, params_off)`` (float64, int64 of shape
+    ``(n_blocks + 1,)``) as taken by :func:`sparsemap_active_set_ragged`.
+    """
+    n = off.shape[0] - 1
+    w = 1 + extra.shape[0]
+    params = np.empty(w * n)
+    params_off = np.empty(n + 1, dtype=np.int64)
+    params_off[0] = 0
+    for i in range(n):
+        params[w * i] = float(off[i + 1] - off[i])
+        for j in range(extra.shape[0]):
+            params[w * i + 1 + j] = extra[j]
+        params_off[i + 1] = w * (i + 1)
+    return params, params_off

@@ -80,7 +80,7 @@ batches across threads, as for the other kernels of this package).
 import numpy as np
 from numba import njit
 
-from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE
+from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE, block_params
 
 #: Linear-space matrix-tree elimination is used when every modifier row of
 #: ``S`` spans at most this much (so ``exp(S - rowmax) >= 2.6e-261`` never
@@ -1041,24 +1041,11 @@ def tree_map(eta, params, out):
         out[(m - 1) * (n + 1) + heads[m - 1]] = 1.0
 
 
-@njit(cache=True, nogil=True)
 def tree_block_params(word_off, single_root, projective):
-    """Per-sentence ``[n_i, single_root, projective]`` for :func:`tree_map`.
-
-    Returns ``(params_flat, params_off)`` (float64, int64 of shape
-    ``(n_sent + 1,)``) as taken by
-    :func:`structlearn.kernels.sparsemap.sparsemap_active_set_ragged`.
-    """
-    n_sent = word_off.shape[0] - 1
-    params = np.empty(3 * n_sent)
-    off = np.empty(n_sent + 1, dtype=np.int64)
-    off[0] = 0
-    for i in range(n_sent):
-        params[3 * i] = float(word_off[i + 1] - word_off[i])
-        params[3 * i + 1] = 1.0 if single_root else 0.0
-        params[3 * i + 2] = 1.0 if projective else 0.0
-        off[i + 1] = 3 * (i + 1)
-    return params, off
+    """Per-sentence ``[n_i, single_root, projective]`` for :func:`tree_map`,
+    as :func:`~structlearn.kernels.sparsemap.block_params` lays them out."""
+    return block_params(np.asarray(word_off, dtype=np.int64),
+                        np.array([1.0 if single_root else 0.0, 1.0 if projective else 0.0]))
 
 
 # ------------------------------------------------------------ batch kernels

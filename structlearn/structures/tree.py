@@ -10,6 +10,7 @@ from ..kernels.sparsemap import (
     sparsemap_conditional_gradient,
 )
 from ..kernels.tree import (
+    _lse_terms,
     encode_heads_batch,
     map_batch,
     marginals_batch,
@@ -62,18 +63,8 @@ def _simplex_rows(theta, arc_off, word_off, kl):
                 if h != m:
                     row[k] = theta[base + h]
                     k += 1
-            if kl:
-                mx = row[0]
-                for j in range(1, n):
-                    if row[j] > mx:
-                        mx = row[j]
-                total = 0.0
-                for j in range(n):
-                    row[j] = np.exp(row[j] - mx)
-                    total += row[j]
-                for j in range(n):
-                    row[j] /= total
-                u = row
+            if kl:     # the softmax of the row
+                u = np.exp(row - _lse_terms(row, n))
             else:
                 u = project_simplex(row)
             k = 0
