@@ -110,6 +110,11 @@ def models(n_train, n_jobs):
         "projection-cube-kl": ("structlearn", ours(Projection(set="cube", geometry="kl"),
                                                     decoding="calibrated")),
         "squared": ("structlearn", ours("squared", decoding="calibrated")),
+        # feature hashing bounds the feature space (issue 7: memory)
+        "crf hash 2^18": ("structlearn", ours("crf", n_features=2 ** 18)),
+        "crf hash 2^16": ("structlearn", ours("crf", n_features=2 ** 16)),
+        "perceptron hash 2^16": ("structlearn", ours("perceptron", max_iter=EPOCHS,
+                                                     n_features=2 ** 16)),
     }
 
 
@@ -212,8 +217,8 @@ def main():
         rows.append(row)
         print(json.dumps(row), flush=True)
     if args.memory:
-        for name in [n for n in ("crfsuite lbfgs", "crf", "crfsuite ap", "perceptron")
-                     if n in names]:
+        for name in [n for n in names if n in ("crfsuite lbfgs", "crf", "crfsuite ap",
+                                                "perceptron") or "hash" in n]:
             cmd = [sys.executable, __file__, "--task", args.task, "--memory-child", name,
                    "--n-jobs", str(args.n_jobs)] + (["--quick"] if args.quick else []) \
                 + (["--n-train", str(args.n_train)] if args.n_train else [])

@@ -7,8 +7,9 @@ sentences a single tree, for ambiguous ones a handful.  Here a
 :class:`~structlearn.DependencyParser` with ``loss='sparsemap'`` is trained
 on the EWT slice bundled with the package and parses *I saw the man with the
 telescope.*, whose prepositional phrase can attach to the verb (I used the
-telescope) or to the noun (the man had it).  The arcs are drawn with a width
-proportional to their marginal probability (the SparseMAP paper's Figure 3);
+telescope) or to the noun (the man had it).  Every arc with marginal
+probability p of at least 0.01 is drawn with line width 1 + 5p and coloured
+by p (the SparseMAP paper's Figure 3);
 ``predict_sparse`` lists the trees themselves.
 """
 
@@ -55,12 +56,19 @@ for m in range(1, len(words) + 1):
         ax.plot(lo + r + r * np.cos(t), 0.15 + 0.4 * r * np.sin(t), color=color,
                 lw=1 + 5 * p)
         ax.plot(m, 0.15, marker="v", color=color, ms=4 + 6 * p)   # the modifier end
-        if 0.02 < p < 0.98:
-            ax.text(lo + r, 0.2 + 0.4 * r, f"{p:.2f}", ha="center", va="bottom",
-                    fontsize=10, color=color)
+        if p < 0.98:   # label the uncertain arcs, on the arc near the modifier
+            a = np.pi / 4 if m == hi else 3 * np.pi / 4
+            ax.text(lo + r + r * np.cos(a), 0.15 + 0.4 * r * np.sin(a), f"{p:.2f}",
+                    ha="center", va="center",
+                    fontsize=10, color=color,
+                    bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
 ax.set_xlim(-0.7, len(words) + 0.7)
 ax.set_ylim(-0.4, 0.6 + 0.2 * len(words))
 ax.axis("off")
-ax.set_title("SparseMAP arc marginals (arrowheads at the modifier; unlabelled arcs: p > 0.98)")
+ax.set_title("SparseMAP arc marginals p (arrowheads at the modifier; "
+             "unlabelled arcs: p > 0.98)")
+sm = plt.cm.ScalarMappable(cmap=plt.matplotlib.colors.ListedColormap(
+    plt.cm.viridis(0.85 * (1 - np.linspace(0, 1, 256)))), norm=plt.Normalize(0, 1))
+fig.colorbar(sm, ax=ax, shrink=0.7, pad=0.01, label="marginal probability p")
 plt.tight_layout()
 plt.show()

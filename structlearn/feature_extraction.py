@@ -993,12 +993,26 @@ def _column_table(table, col_of_code, template_names):
 
 
 # ---------------------------------------------------------------- parsing
+def check_sentences(X):
+    """Raise a ValueError unless ``X`` is a non-empty list (or tuple) of
+    sentences (a 1-D object array of them is also accepted)."""
+    if isinstance(X, np.ndarray) and X.ndim == 1 and X.dtype == object:
+        pass
+    elif X is None or isinstance(X, (str, bytes, Mapping, np.ndarray)) or sp.issparse(X) \
+            or not isinstance(X, (list, tuple)):
+        raise ValueError(f"X must be a list of sentences (lists of token dicts or "
+                         f"ConlluSentence objects), got {_describe(X)}.")
+    if len(X) == 0:
+        raise ValueError("X is empty: at least one sentence is needed.")
+
+
 def _sentence_tokens(sent, i):
     """The token dicts of a sentence (a list of dicts or a ConlluSentence)."""
     toks = getattr(sent, "tokens", sent)
-    if isinstance(toks, (str, bytes)) or not hasattr(toks, "__len__"):
-        raise ValueError(f"sentence {i} must be a list of token dicts or a "
-                         f"ConlluSentence, got {type(sent).__name__}.")
+    if isinstance(toks, (str, bytes, Mapping)) or not hasattr(toks, "__len__") or \
+            sp.issparse(toks) or getattr(toks, "ndim", 1) != 1:
+        raise ValueError(f"sentence {i} (X[{i}]) must be a list of token dicts or a "
+                         f"ConlluSentence, got {_describe(sent)}.")
     return toks
 
 
@@ -1021,6 +1035,7 @@ def sentence_attributes(X, vocabularies=None, prefix_length=5):
     A token is a dict with at least ``"form"``; missing ``lemma``, ``upos``,
     ``xpos``, ``feats`` (or None, CoNLL-U's ``_``) read as ``"_"``.
     """
+    check_sentences(X)
     cols = ([], [], [], [], [], [])
     word_off = [0]
     for i, sent in enumerate(X):
@@ -1040,9 +1055,16 @@ def sentence_attributes(X, vocabularies=None, prefix_length=5):
             cols[0].append(low)
             for c, key in ((1, "lemma"), (2, "upos"), (3, "xpos")):
                 v = tok.get(key)
-                cols[c].append("_" if v is None else str(v))
+                if v is not None and not isinstance(v, str):
+                    raise ValueError(f"sentence {i}, word {t + 1}: {key!r} must be a str "
+                                     f"or None, got {_describe(v)}.")
+                cols[c].append("_" if v is None else v)
             cols[4].append(low[:prefix_length])
-            cols[5].append(_feats_string(tok.get("feats")))
+            feats = tok.get("feats")
+            if feats is not None and not isinstance(feats, (str, Mapping)):
+                raise ValueError(f"sentence {i}, word {t + 1}: 'feats' must be a dict, a "
+                                 f"str or None, got {_describe(feats)}.")
+            cols[5].append(_feats_string(feats))
         word_off.append(len(cols[0]))
     return cols, np.asarray(word_off, dtype=np.int64)
 

@@ -71,6 +71,7 @@ with); ``history_`` records how many are non-zero after every proximal step
 
 import numbers
 import time
+from collections.abc import Mapping
 
 import numpy as np
 from numba import njit
@@ -152,7 +153,7 @@ class SelectionSetup:
 
 class SelectedSentences(list):
     """A list of sentences that carries the arc templates selected by a
-    :class:`GroupLassoSelector` (``arc_templates``).
+    :class:`~structlearn.feature_selection.GroupLassoSelector` (``arc_templates``).
 
     :class:`structlearn.DependencyParser` with ``templates=None`` fits on
     these templates only, so that a selector followed by a parser is a
@@ -171,6 +172,9 @@ class _TemplateRestrictor:
         self.template_names = template_names
 
     def transform(self, X, keep, templates, by_template):
+        from .feature_extraction import check_sentences
+
+        check_sentences(X)
         return SelectedSentences(X, templates)
 
 
@@ -216,8 +220,15 @@ class _DictRestrictor:
         self.vectorizer = vectorizer
 
     def transform(self, X, keep, templates, by_template):
-        if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
-            raise ValueError(f"X must be a list of sequences, got {type(X).__name__}.")
+        from .feature_extraction import TokenVectorizer
+
+        if TokenVectorizer._input_type(X) == "array":
+            raise ValueError("X holds arrays but the selector was fitted on feature dicts.")
+        for i, seq in enumerate(X):
+            for t, tok in enumerate(seq):
+                if not isinstance(tok, Mapping):
+                    raise ValueError(f"sequence {i}, position {t} (X[{i}][{t}]): expected "
+                                     f"a dict of features, got {type(tok).__name__}.")
         if by_template:
             kept = set(templates)
             return [[{k: v for k, v in tok.items() if k in kept} for tok in seq]

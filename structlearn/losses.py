@@ -63,7 +63,9 @@ class Perceptron(Loss):
     def value_and_grad(self, theta, y, structure):
         phi = structure.encode(y)
         phi_hat = structure.encode(structure.argmax(theta))
-        return structure.dot(theta, phi_hat - phi), phi_hat - phi
+        # >= 0 exactly: the MAP's score and <theta, phi_hat> are summed in
+        # different orders, so a near-tie can leave a negative round-off
+        return np.maximum(structure.dot(theta, phi_hat - phi), 0.0), phi_hat - phi
 
 
 class Hinge(Loss):
@@ -125,7 +127,7 @@ class Hinge(Loss):
         if self.scaling == "margin":
             aug = theta + structure.cost_vector(phi)
             phi_hat = structure.encode(structure.argmax(aug))
-            return structure.dot(aug, phi_hat - phi), phi_hat - phi
+            return np.maximum(structure.dot(aug, phi_hat - phi), 0.0), phi_hat - phi
         if self.scaling == "slack":
             phi_hat = structure.slack_violator(theta, y)
         else:
@@ -147,6 +149,9 @@ class Hinge(Loss):
         c = structure.cost_vector(phi)
         s_true = structure.dot(theta, phi)
         L_max, L_eps = structure.cost_bounds()
+        # L_max = 0: a single structure (e.g. one label to rank), nothing is
+        # violated; any positive bound keeps the search below free of 0/0
+        L_max = np.where(np.asarray(L_max, dtype=float) > 0, L_max, 1.0)
 
         best_phi = phi.copy()
         best_g = np.zeros(n)
@@ -224,7 +229,9 @@ class CRF(Loss):
 
     def value_and_grad(self, theta, y, structure):
         mu, logZ = structure.marginals_and_log_partition(theta)
-        value = logZ - structure.scores(theta, y)
+        # log Z >= s(y) exactly; computed apart, they can cross by round-off
+        # (e.g. a single structure, or scores of 1e5 and more)
+        value = np.maximum(logZ - structure.scores(theta, y), 0.0)
         mu -= structure.encode(y)  # mu is ours: reuse it as the gradient
         return value, mu
 

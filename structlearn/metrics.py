@@ -57,7 +57,10 @@ def _check_sample_weight(sample_weight, n_samples):
     """Validate ``sample_weight`` and return it as a float array (or None)."""
     if sample_weight is None:
         return None
-    w = np.asarray(sample_weight, dtype=np.float64)
+    w = np.asarray(sample_weight)
+    if w.dtype.kind not in "biuf":
+        raise ValueError(f"sample_weight must contain real numbers; got dtype {w.dtype}.")
+    w = w.astype(np.float64)
     if w.ndim != 1 or w.shape[0] != n_samples:
         raise ValueError(
             f"sample_weight must be a 1-D array of length n_samples={n_samples}; "
@@ -865,7 +868,9 @@ def _check_heads(seq, name, i):
     n = len(seq)
     for t, h in enumerate(seq):
         if isinstance(h, (bool, np.bool_)) or not isinstance(
-                h, (int, np.integer, float, np.floating)) or h != int(h):
+                h, (int, np.integer, float, np.floating)) or (
+                isinstance(h, (float, np.floating)) and not np.isfinite(h)) \
+                or h != int(h):
             raise ValueError(
                 f"{name}[{i}][{t}] = {h!r} is not an integer head index."
             )

@@ -45,6 +45,27 @@ def n_workers(n_jobs, n_items):
     return max(1, min(effective_n_jobs(n_jobs), n_items // 2))
 
 
+_BLAS = []
+
+
+def blas_threads(n_jobs):
+    """Context manager limiting BLAS to the threads ``n_jobs`` allows (one for
+    ``None``), for the matrix products of a fit or a prediction.
+
+    ``n_jobs`` bounds every thread an estimator uses.  On an idle machine the
+    products of these models (tall, thin ``X @ W.T`` and ``X.T @ G``) are as
+    fast on one BLAS thread as on several; on a loaded one (other processes
+    or parallel folds on the same cores) OpenBLAS threads spin and wait, and
+    a multilabel fit on ``yeast`` ran 12x slower with two BLAS threads than
+    with one (``benchmarks/bench_blas_threads.py``).
+    """
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController  # a scikit-learn dependency
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=effective_n_jobs(1 if n_jobs is None else n_jobs),
+                          user_api="blas")
+
+
 _POOLS = {}
 _POOLS_LOCK = threading.Lock()
 os.register_at_fork(after_in_child=_POOLS.clear)  # a forked child has no pool threads
@@ -495,7 +516,7 @@ def _calibrate_eta0(problem, alpha, z0, rng, batch_size, n_sub=1000, max_doublin
 def _sparse_step(v, a, pen, cols, vals, coef_pen, coef_free, s_prev, n_prev):
     """``v[c] -= coef * g`` over the entries ``(cols, vals)`` of a gradient
     (duplicates allowed) and ``a[c] -= prefix * coef * g`` for the lazy
-    average (:class:`_ScaledIterate`); ``coef`` and ``prefix`` differ between
+    average (``_ScaledIterate``); ``coef`` and ``prefix`` differ between
     penalised and free coordinates.  Returns whether any entry was non-zero."""
     any_nz = False
     for e in range(len(cols)):
@@ -626,7 +647,7 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
 
     Minimises the same regularised objective as :func:`lbfgs` with steps
     ``eta_t = eta_0 / (1 + alpha eta_0 t)``, ``eta_0`` calibrated by trial
-    passes on a subsample (:func:`_calibrate_eta0`), and returns the Polyak
+    passes on a subsample (``_calibrate_eta0``), and returns the Polyak
     average of the iterates from the second epoch on.  With
     ``perceptron=True`` it is the averaged perceptron: unit steps, no
     penalty, averaging over all updates (mini-batches of ``batch_size``
@@ -636,7 +657,7 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
     (perceptron: when an epoch makes no update).
 
     A step costs the size of its gradient, not of ``z``: the iterate and its
-    average are kept in the scaled, lazy form of :class:`_ScaledIterate`,
+    average are kept in the scaled, lazy form of ``_ScaledIterate``,
     and problems with a ``sparse_value_and_grad`` method hand over the
     gradient as entries.
 

@@ -653,7 +653,7 @@ class ConlluSentence:
     ----------
     tokens : list of dict
         The syntactic words (lines with an integer ID), in order.  Each dict
-        has the keys of :data:`CONLLU_FIELDS`: ``id`` (int, 1-based),
+        has the keys of ``CONLLU_FIELDS``: ``id`` (int, 1-based),
         ``form`` and ``lemma`` (str), ``upos``, ``xpos``, ``deprel``,
         ``deps`` (str or None), ``feats`` and ``misc`` (dict or None) and
         ``head`` (int, 0 = root, or None).
@@ -1073,7 +1073,7 @@ def write_conllu(sentences, path_or_file):
     ----------
     sentences : iterable of ConlluSentence or dict
         Sentences as returned by :func:`read_conllu`, or dicts with key
-        ``tokens`` (list of dicts with the keys of :data:`CONLLU_FIELDS`;
+        ``tokens`` (list of dicts with the keys of ``CONLLU_FIELDS``;
         missing keys and None are written as ``_``; ``id`` must be
         ``1..n``) and optional ``comments``, ``multiword_tokens`` and
         ``empty_nodes``.

@@ -5,10 +5,11 @@ import time
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._validation import check_matrix, check_solution
 from ..losses import Perceptron, Projection, SparseMAP, get_loss
-from ..solvers import LinearProblem, _scores, cutting_plane, lbfgs, sgd
+from ..solvers import LinearProblem, _scores, blas_threads, cutting_plane, lbfgs, sgd
 
 SOLVERS = ("auto", "lbfgs", "sgd", "cutting-plane")
 DECODINGS = ("map", "calibrated")
@@ -88,8 +89,11 @@ class StructuredLinearModel(BaseEstimator):
         return solver
 
     def _validate_X(self, X, reset):
+        """Checked X (:func:`structlearn._validation.check_matrix`); records
+        (``reset``) or checks the number and names of the features."""
+        X = check_matrix(X)
         return validate_data(self, X, reset=reset, accept_sparse="csr",
-                             dtype=np.float64, ensure_all_finite=True)
+                             dtype=np.float64, ensure_all_finite=False)
 
     # ------------------------------------------------------------------- fit
     def fit(self, X, y):
@@ -108,8 +112,7 @@ class StructuredLinearModel(BaseEstimator):
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
                              f"target y is None.")
-        X = check_array(X, accept_sparse="csr", dtype=np.float64,
-                        ensure_all_finite=True, ensure_min_samples=1)
+        X = check_matrix(X)
         loss = get_loss(self.loss)
         y_int, structure, extra = self._prepare_targets(y, n_samples=X.shape[0])
         loss.check(structure)
@@ -120,15 +123,18 @@ class StructuredLinearModel(BaseEstimator):
         q = p if tie is None else tie.shape[1]
         warm = (self.warm_start and hasattr(self, "coef_")
                 and self.coef_.shape == (q, d) and self.intercept_.shape == (p,))
-        X = self._validate_X(X, reset=True)
         problem = LinearProblem(X, y_int, structure, loss, q, self.fit_intercept,
                                 tie=tie, n_jobs=self.n_jobs)
         if warm:
             z0 = problem.pack(self.coef_, self.intercept_)
         else:
             z0 = np.zeros(problem.n_params)
-        z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
+        with blas_threads(self.n_jobs):
+            z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
+        check_solution(z, obj, type(self).__name__)
         W, b = problem.unpack(z)
+        validate_data(self, X, reset=True, accept_sparse="csr", dtype=np.float64,
+                      ensure_all_finite=False)
         self.coef_ = W.copy()
         self.intercept_ = b.copy() if self.fit_intercept else np.zeros(p)
         self.weight_tying_ = tie
@@ -147,13 +153,11 @@ class StructuredLinearModel(BaseEstimator):
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
                              f"target y is None.")
-        X = check_array(X, accept_sparse="csr", dtype=np.float64,
-                        ensure_all_finite=True, ensure_min_samples=1)
+        X = self._validate_X(X, reset=True)
         y_int, structure, _ = self._prepare_targets(y, n_samples=X.shape[0])
         loss.check(structure)
         tie = self._weight_tying(structure)
         q = structure.n_parts if tie is None else tie.shape[1]
-        X = self._validate_X(X, reset=True)
         problem = LinearProblem(X, y_int, structure, loss, q, self.fit_intercept,
                                 tie=tie, n_jobs=self.n_jobs)
         d = X.shape[1]
@@ -217,7 +221,8 @@ class StructuredLinearModel(BaseEstimator):
     def _part_scores(self, X):
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        return _scores(X, self.coef_, self.intercept_, self.weight_tying_)
+        with blas_threads(self.n_jobs):
+            return _scores(X, self.coef_, self.intercept_, self.weight_tying_)
 
     def _weight_tying(self, structure):
         """Map (n_parts, n_weight_rows) sharing weight rows among parts, or None."""

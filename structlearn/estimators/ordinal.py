@@ -6,7 +6,9 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
+from .._validation import as_target_array
 from ..losses import CRF, Projection, SparseMAP
+from ..metrics import _check_sample_weight
 from ..structures import OrderSimplex
 from ._base import StructuredLinearModel
 
@@ -21,6 +23,33 @@ def _has_distribution(est):
     if isinstance(loss, Projection):
         return loss.set == "marginal"
     return False
+
+
+def _check_ordinal_labels(y, n_samples):
+    """y as a 1-D array of ``n_samples`` labels (a column vector is
+    flattened with a warning); missing (None, NaN) and complex labels are
+    errors naming their position."""
+    y = as_target_array(y, "y", "a 1-D array of ordinal labels (n_samples,)")
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = column_or_1d(y, warn=True)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (n_samples,), got shape {y.shape}.")
+    if len(y) != n_samples:
+        raise ValueError(f"X has {n_samples} samples but y has {len(y)}.")
+    if y.dtype.kind == "c":
+        raise ValueError(f"y has complex labels (dtype {y.dtype}); ordinal labels must be "
+                         f"real numbers or strings.")
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        bad = int(np.argwhere(~np.isfinite(y))[0, 0])
+        raise ValueError(f"y has a non-finite label at position {bad}.")
+    if y.dtype.kind == "O":
+        for i, label in enumerate(y):
+            if label is None or (isinstance(label, (float, np.floating))
+                                 and not np.isfinite(label)):
+                raise ValueError(f"y has a missing label at position {i}: {label!r}.")
+            if isinstance(label, (complex, np.complexfloating)):
+                raise ValueError(f"y has a complex label at position {i}: {label!r}.")
+    return y
 
 
 class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
@@ -80,23 +109,18 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
         return None
 
     def _prepare_targets(self, y, n_samples):
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = column_or_1d(y, warn=True)
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D (n_samples,), got shape {y.shape}.")
-        if len(y) != n_samples:
-            raise ValueError(f"X has {n_samples} samples but y has {len(y)}.")
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            bad = int(np.argwhere(~np.isfinite(y))[0, 0])
-            raise ValueError(f"y has a non-finite label at position {bad}.")
+        y = _check_ordinal_labels(y, n_samples)
         if y.dtype.kind == "f" and type_of_target(y) == "continuous":
             raise ValueError("y looks continuous (non-integer floats); ordinal "
                              "regression needs discrete ordered labels.")
         try:
             classes, y_idx = np.unique(y, return_inverse=True)
         except TypeError as exc:
-            raise ValueError(f"ordinal labels must be sortable: {exc}") from exc
+            first = type(y[0])
+            i = next((i for i, v in enumerate(y) if type(v) is not first), 0)
+            raise ValueError(f"ordinal labels must be sortable: y[0] is "
+                             f"{first.__name__} but y[{i}] = {y[i]!r} is "
+                             f"{type(y[i]).__name__} ({exc}).") from exc
         if len(classes) < 2:
             raise ValueError(f"ordinal regression needs at least 2 classes; got 1 "
                              f"class: {classes.tolist()}.")
@@ -141,13 +165,16 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
 
     def score(self, X, y, sample_weight=None):
         """Negative mean absolute error in class positions."""
-        y = np.asarray(y)
-        pos = np.searchsorted(self.classes_, y)
-        pos = np.clip(pos, 0, len(self.classes_) - 1)
-        unknown = self.classes_[pos] != y
-        if np.any(unknown):
-            bad = int(np.argmax(unknown))
-            raise ValueError(f"y has a label unseen in training at position {bad}: "
-                             f"{y[bad]!r}; classes are {self.classes_.tolist()}.")
-        pred = np.searchsorted(self.classes_, self.predict(X))
-        return -float(np.average(np.abs(pred - pos), weights=sample_weight))
+        pred = self.predict(X)
+        y = _check_ordinal_labels(y, len(pred))
+        index = {c: j for j, c in enumerate(self.classes_.tolist())}
+        pos = np.empty(len(y), dtype=np.int64)
+        for i, label in enumerate(y.tolist()):
+            try:
+                pos[i] = index[label]
+            except (KeyError, TypeError):
+                raise ValueError(f"y has a label unseen in training at position {i}: "
+                                 f"{label!r}; classes are {self.classes_.tolist()}.") from None
+        w = _check_sample_weight(sample_weight, len(pos))
+        pred = np.searchsorted(self.classes_, pred)
+        return -float(np.average(np.abs(pred - pos), weights=w))

@@ -1,12 +1,13 @@
 """Dependency parsing: first-order arc-factored models with any structured loss."""
 
 import time
+from collections.abc import Mapping
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_int
-from ..feature_extraction import ArcVectorizer
+from .._validation import as_array, check_int, check_solution, describe
+from ..feature_extraction import ArcVectorizer, check_sentences
 from ..kernels.arcs import arc_grad, arc_grad_entries, arc_scores
 from ..kernels.tree import tree_arc_offsets, validate_heads
 from ..losses import get_loss
@@ -182,27 +183,35 @@ class ParserProblem:
         return vals, np.ascontiguousarray(G, dtype=np.float64), parts
 
 
+def _check_head_lists(y, n_sentences):
+    """y as a list of ``n_sentences`` head arrays (not yet checked as trees)."""
+    if y is None or isinstance(y, (str, bytes, Mapping)) or not hasattr(y, "__len__"):
+        raise ValueError(f"y must be a list of head arrays, got {describe(y)}.")
+    if len(y) != n_sentences:
+        raise ValueError(f"X has {n_sentences} sentences but y has {len(y)} head arrays.")
+    return list(y)
+
+
 def _check_heads_input(X, y, single_root):
     """Validated flat heads and word offsets of (X, y)."""
     if y is None:
         raise ValueError("DependencyParser requires y (a list of head arrays), got None.")
-    if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
-        raise ValueError(f"X must be a list of sentences, got {type(X).__name__}.")
-    if not hasattr(y, "__len__") or isinstance(y, (str, bytes)):
-        raise ValueError(f"y must be a list of head arrays, got {type(y).__name__}.")
-    if len(X) != len(y):
-        raise ValueError(f"X has {len(X)} sentences but y has {len(y)} head arrays.")
-    if len(X) == 0:
-        raise ValueError("X is empty: at least one sentence is needed.")
+    check_sentences(X)
+    y = _check_head_lists(y, len(X))
     for i, (sent, h) in enumerate(zip(X, y)):
         toks = getattr(sent, "tokens", sent)
-        n = len(toks) if hasattr(toks, "__len__") else None
-        if not hasattr(h, "__len__") or isinstance(h, (str, bytes)):
-            raise ValueError(f"y[{i}] must be an array of heads, got {type(h).__name__}.")
+        n = len(toks) if isinstance(toks, (list, tuple)) else None
+        if not hasattr(h, "__len__") or isinstance(h, (str, bytes, Mapping)):
+            raise ValueError(f"y[{i}] must be an array of heads, got {describe(h)}.")
         if n is not None and n != len(h):
             raise ValueError(f"sentence {i} has {n} words but its head array has "
                              f"{len(h)} entries.")
-    heads, word_off = validate_heads(list(y), single_root)
+        a = as_array(h, f"y[{i}]")
+        # validate_heads takes integer-valued numbers; these would be cast
+        if a.dtype.kind in "bc" or (a.dtype.kind == "f" and not np.all(np.isfinite(a))):
+            raise ValueError(f"sentence {i} ({len(h)} words): heads must be integers, "
+                             f"got {a.tolist()} (dtype {a.dtype}).")
+    heads, word_off = validate_heads(y, single_root)
     return heads, word_off
 
 
@@ -312,6 +321,7 @@ class DependencyParser(StructuredLinearModel):
         z0 = self._initial_point(problem, loss, Tree, self.coef_ if warm else None,
                                  problem_with)
         z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
+        check_solution(z, obj, "DependencyParser")
         self.coef_ = np.array(z, dtype=np.float64)
         self.vectorizer_ = vec
         self.n_features_in_ = vec.n_features_
@@ -355,8 +365,6 @@ class DependencyParser(StructuredLinearModel):
     def _chunks(self, X):
         """Arc caches of X's chunks with their Tree structures."""
         check_is_fitted(self, "coef_")
-        if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
-            raise ValueError(f"X must be a list of sentences, got {type(X).__name__}.")
         A, word_off = self.vectorizer_.transform(X)
         n_threads = n_workers(self.n_jobs, len(word_off) - 1)
         cache = _ArcCache(self.vectorizer_, A, word_off, n_threads)
@@ -425,4 +433,5 @@ class DependencyParser(StructuredLinearModel):
 
     def score(self, X, y):
         """Unlabelled attachment score of the predicted trees."""
-        return uas(list(y), self.predict(X))
+        pred = self.predict(X)
+        return uas(_check_head_lists(y, len(pred)), pred)

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from .._validation import as_target_array
 from ..structures import Birkhoff, Permutahedron
 from ._base import StructuredLinearModel
 
@@ -11,12 +12,14 @@ def check_rankings(Y, n_samples=None, name="y"):
 
     Returns an int64 array; raises a ValueError naming the first bad row.
     """
-    Y = np.asarray(Y)
+    Y = as_target_array(Y, name, "a 2-D array of rank vectors (n_samples, n_labels)")
     if Y.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array of rank vectors "
                          f"(n_samples, n_labels), got shape {Y.shape}.")
     if n_samples is not None and Y.shape[0] != n_samples:
         raise ValueError(f"X has {n_samples} samples but {name} has {Y.shape[0]} rows.")
+    if Y.shape[0] == 0:
+        raise ValueError(f"{name} has no rows: at least one ranking is needed.")
     if Y.shape[1] < 2:
         raise ValueError(f"label ranking needs at least 2 labels, got {Y.shape[1]}.")
     if not np.issubdtype(Y.dtype, np.number) or np.issubdtype(Y.dtype, np.complexfloating):
@@ -27,11 +30,12 @@ def check_rankings(Y, n_samples=None, name="y"):
     if np.any(Y != np.round(Y)):
         bad = int(np.argwhere(Y != np.round(Y))[0, 0])
         raise ValueError(f"{name} row {bad} has non-integer ranks: {Y[bad].tolist()}.")
+    k = Y.shape[1]
+    out = (Y < 1) | (Y > k)
+    if out.any():
+        bad = int(np.argwhere(out)[0, 0])
+        raise ValueError(f"{name} row {bad} has ranks out of range 1..{k}: {Y[bad].tolist()}.")
     Yi = Y.astype(np.int64)
-    k = Yi.shape[1]
-    if Yi.min() < 1 or Yi.max() > k:
-        bad = int(np.argwhere((Yi < 1) | (Yi > k))[0, 0])
-        raise ValueError(f"{name} row {bad} has ranks out of range 1..{k}: {Yi[bad].tolist()}.")
     ok = np.all(np.sort(Yi, axis=1) == np.arange(1, k + 1)[None, :], axis=1)
     if not ok.all():
         bad = int(np.argmin(ok))
@@ -143,6 +147,9 @@ class LabelRanker(StructuredLinearModel):
     def score(self, X, y, sample_weight=None):
         """Mean Kendall's tau between predicted and true rank vectors."""
         from ..metrics import kendall_tau
-        Y = check_rankings(y, name="y")
-        tau = kendall_tau(Y, self.predict(X))
-        return float(tau)
+        pred = self.predict(X)
+        Y = check_rankings(y, n_samples=len(pred), name="y")
+        if Y.shape[1] != self.n_labels_:
+            raise ValueError(f"y has {Y.shape[1]} labels (columns) but the model was fitted "
+                             f"on {self.n_labels_} (n_labels_).")
+        return float(kendall_tau(Y, pred, sample_weight=sample_weight))

@@ -1,12 +1,14 @@
 """Sequence tagging with a linear-chain model."""
 
 import time
+from collections.abc import Mapping
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from ..feature_extraction import TokenVectorizer, _Encoded
+from .._validation import check_row_norms, check_solution, describe
+from ..feature_extraction import TokenVectorizer, _Encoded, _where
 from ..kernels.linear import (
     chain_assemble_scores,
     chain_reduce_grad,
@@ -37,12 +39,13 @@ def _check_label_sequences(y, n):
         raise ValueError(f"X has {n} sequences but y has {len(y)}.")
     out = []
     for i, seq in enumerate(y):
-        if isinstance(seq, (str, bytes)) or not hasattr(seq, "__len__"):
+        if isinstance(seq, (str, bytes, Mapping, set, frozenset)) or \
+                not hasattr(seq, "__len__") or getattr(seq, "ndim", 1) != 1:
             raise ValueError(f"y[{i}] must be a sequence of labels (a list), got "
-                             f"{type(seq).__name__}.")
+                             f"{describe(seq)}.")
         seq = list(seq)
         for t, lab in enumerate(seq):
-            if lab is None or (isinstance(lab, float) and not np.isfinite(lab)):
+            if lab is None or (isinstance(lab, (float, np.floating)) and not np.isfinite(lab)):
                 raise ValueError(f"y[{i}][{t}] is {lab!r}; labels must be hashable "
                                  f"non-missing values.")
             try:
@@ -122,6 +125,21 @@ class _Tokens:
         return csum[self.indptr[1:]] - csum[self.indptr[:-1]]
 
 
+def _checked_tokens(enc, sup_ptr):
+    """:meth:`_Tokens.from_encoded`, after checking that no token's features
+    are too large to compute with (their squared norm overflows)."""
+    tokens = _Tokens.from_encoded(enc, sup_ptr)
+    tok_off = enc.tok_off
+
+    def where(row):
+        i = int(np.searchsorted(tok_off, row, side="right") - 1)
+        return _where(i, row - int(tok_off[i]))
+
+    with np.errstate(over="ignore"):
+        check_row_norms(tokens.sq_norms(), where)
+    return tokens
+
+
 class _ChainBatch:
     """Token rows, token offsets (from 0) and tags of a batch of non-empty
     sequences; ``indptr`` may index into larger shared arrays."""
@@ -167,7 +185,7 @@ class ChainProblem:
     of label-bigram features, as in CRFsuite).  A full pass runs over chunks
     of at most ``CHUNK_SEQUENCES`` sequences (bounded memory), in ``n_jobs``
     threads.  With a loss that runs the active-set solver, each chunk's
-    structure carries a :class:`SupportCache`, so that the solves of a
+    structure carries a ``SupportCache``, so that the solves of a
     full pass start from the supports found at the previous one.
     """
 
@@ -416,6 +434,7 @@ class SequenceTagger(StructuredLinearModel):
             print(f"[SequenceTagger] {problem.n_samples} sequences, {len(y_int)} tokens, "
                   f"{K} tags, {d} features, {problem.n_params} parameters")
         z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
+        check_solution(z, obj, "SequenceTagger")
         self._set_model(z, problem, vec, classes, sup_ptr, sup_label, d)
         self._record_fit(loss, solver, n_iter, obj, t_start)
         return self
@@ -430,12 +449,11 @@ class SequenceTagger(StructuredLinearModel):
         if self.feature_support not in FEATURE_SUPPORTS:
             raise ValueError(f"feature_support must be one of {FEATURE_SUPPORTS}, got "
                              f"{self.feature_support!r}.")
-        if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
-            raise ValueError(f"X must be a list of sequences, got {type(X).__name__}.")
+        TokenVectorizer._input_type(X)
         y = _check_label_sequences(y, len(X))
         for i, (xs, ys) in enumerate(zip(X, y)):  # cheap check before any work
-            n_tok = xs.shape[0] if hasattr(xs, "shape") and len(xs.shape) == 2 else \
-                len(xs) if hasattr(xs, "__len__") else None
+            n_tok = len(xs) if isinstance(xs, (list, tuple)) else \
+                xs.shape[0] if len(xs.shape) == 2 else None
             if n_tok is not None and n_tok != len(ys):
                 raise ValueError(f"sequence {i} has {n_tok} tokens in X but {len(ys)} "
                                  f"labels in y.")
@@ -474,7 +492,7 @@ class SequenceTagger(StructuredLinearModel):
             sup_label = narrow_ints(sup_label, K)
         loss.check(Chain(K, [0, 1]))
         d = enc.n_cols
-        tokens = _Tokens.from_encoded(enc, sup_ptr)
+        tokens = _checked_tokens(enc, sup_ptr)
         del enc  # the kernels read the supports, not the column indices
         return vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d
 
@@ -529,7 +547,7 @@ class SequenceTagger(StructuredLinearModel):
         enc = self.vectorizer_._transform(X, raw=True)
         lengths = np.diff(enc.tok_off)
         keep, kept_off = _drop_empty(enc.tok_off)
-        return _Tokens.from_encoded(enc, self._sup_ptr), kept_off, lengths, keep
+        return _checked_tokens(enc, self._sup_ptr), kept_off, lengths, keep
 
     def _token_scores(self, indptr, tokens):
         U = support_scores(indptr, tokens.nz_start, tokens.nz_len, tokens.data,
@@ -585,7 +603,7 @@ class SequenceTagger(StructuredLinearModel):
         check_is_fitted(self)
         enc = self.vectorizer_._transform(X, raw=True)
         tok_off = enc.tok_off
-        tokens = _Tokens.from_encoded(enc, self._sup_ptr)
+        tokens = _checked_tokens(enc, self._sup_ptr)
         U = self._token_scores(tokens.indptr, tokens)
         return [U[tok_off[i]:tok_off[i + 1]] for i in range(len(tok_off) - 1)]
 
@@ -636,6 +654,7 @@ class SequenceTagger(StructuredLinearModel):
         from ..metrics import token_accuracy
 
         check_is_fitted(self)
+        TokenVectorizer._input_type(X)
         y = _check_label_sequences(y, len(X))
         known = set(self.classes_)
         for i, seq in enumerate(y):

@@ -86,7 +86,7 @@ _MAX_ITEMS = 4
 
 
 def template_names():
-    """Readable names of the :data:`N_TEMPLATES` templates."""
+    """Readable names of the ``N_TEMPLATES`` (128) templates."""
     base = ["+".join(f"{_POS_NAMES[p]}.{_ATTR_SHORT[a]}" for p, a in items)
             for items in TEMPLATE_ITEMS]
     for a in BETWEEN_ATTRS:

@@ -19,6 +19,9 @@ reads.  Passing a different oracle gives a different specialisation of the
 same code, so there is exactly one active-set implementation in the library.
 """
 
+import functools
+import threading
+
 import numpy as np
 from numba import njit, types
 
@@ -31,6 +34,47 @@ ORACLE_SIGNATURE = types.void(types.float64[::1], types.float64[::1], types.floa
 _ORACLE = types.FunctionType(ORACLE_SIGNATURE)
 _RESULT = types.Tuple((types.float64[::1], types.float64[:, ::1], types.float64[::1],
                        types.int64))
+
+
+class _CompiledOnFirstCall:
+    """A Numba function with an explicit signature whose compilation (or
+    loading from Numba's on-disk cache) waits for its first call.
+
+    ``@njit(signature)`` compiles at import; the solvers below are large, and
+    compiling all six at ``import structlearn`` took most of a cold start
+    (``benchmarks/bench_compile.py``) although a fit uses one or two of
+    them.  Jitted callers need a real dispatcher when *they* compile, so
+    compiling a function first compiles the deferred functions it calls and
+    puts their dispatchers in the module namespace.
+    """
+
+    def __init__(self, py_func, signature, options):
+        functools.update_wrapper(self, py_func)
+        self.py_func, self._signature, self._options = py_func, signature, options
+        self._dispatcher = None
+        self._lock = threading.Lock()
+
+    @property
+    def dispatcher(self):
+        if self._dispatcher is None:
+            with self._lock:
+                if self._dispatcher is None:
+                    namespace = self.py_func.__globals__
+                    for name in self.py_func.__code__.co_names:
+                        callee = namespace.get(name)
+                        if isinstance(callee, _CompiledOnFirstCall):
+                            namespace[name] = callee.dispatcher
+                    self._dispatcher = njit(self._signature, **self._options)(self.py_func)
+        return self._dispatcher
+
+    def __call__(self, *args):
+        return self.dispatcher(*args)
+
+
+def _njit_on_first_call(signature, **options):
+    """``njit(signature, **options)``, compiled on the first call."""
+    return lambda py_func: _CompiledOnFirstCall(py_func, signature, options)
+
 
 
 # ------------------------------------------------------------------------
@@ -323,8 +367,9 @@ def _grow_square(A, n):
     return B
 
 
-@njit(_RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
-              types.float64, types.float64[:, ::1], types.float64[::1]), cache=True)
+@_njit_on_first_call(
+    _RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
+            types.float64, types.float64[:, ::1], types.float64[::1]), cache=True)
 def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w0):
     """SparseMAP by the active-set method (Algorithm 2 of the paper),
     started from a given support.
@@ -345,9 +390,9 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
     Each iteration either
 
     * solves the problem restricted to the affine hull of the active set
-      (:func:`_kkt_solve`, on an incrementally updated Cholesky factor of
+      (``_kkt_solve``, on an incrementally updated Cholesky factor of
       ``G + c 1 1^T``, O(m^2) per iteration -- see the notes above
-      :func:`_forward`); if the solution lies in the simplex it becomes
+      ``_forward``); if the solution lies in the simplex it becomes
       the iterate and the oracle is asked for the vertex of best linearised
       score, which is added unless the Frank-Wolfe gap
       ``<grad, a_new - mu> = <eta - [u; 0], a_new - mu>`` is at most
@@ -721,8 +766,9 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
     return mu, verts, weights, n_iter
 
 
-@njit(_RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
-              types.float64), cache=True)
+@_njit_on_first_call(
+    _RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
+            types.float64), cache=True)
 def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
     """SparseMAP by the active-set method, started from the MAP vertex.
 
@@ -734,8 +780,9 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
                                      np.zeros((0, eta.shape[0])), np.zeros(0))
 
 
-@njit(types.float64[:, ::1](types.float64[:, ::1], types.int64, _ORACLE, types.float64[::1],
-                            types.int64, types.float64), cache=True, nogil=True)
+@_njit_on_first_call(
+    types.float64[:, ::1](types.float64[:, ::1], types.int64, _ORACLE, types.float64[::1],
+                          types.int64, types.float64), cache=True, nogil=True)
 def sparsemap_active_set_batch(Eta, n_unary, oracle, params, max_iter, tol):
     """Row-wise :func:`sparsemap_active_set`; returns the marginals only."""
     n, p = Eta.shape
@@ -749,8 +796,9 @@ def sparsemap_active_set_batch(Eta, n_unary, oracle, params, max_iter, tol):
 VARIANTS = {"vanilla": 0, "away-step": 1, "pairwise": 2}
 
 
-@njit(_RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
-              types.int64, types.float64), cache=True)
+@_njit_on_first_call(
+    _RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
+            types.int64, types.float64), cache=True)
 def sparsemap_conditional_gradient(eta, n_unary, oracle, params, variant, max_iter, tol):
     """SparseMAP by conditional gradient (Algorithm 1 of the paper).
 
@@ -897,9 +945,10 @@ def sparsemap_jvp(vertices, weights, n_unary, d_eta):
     return M.T @ dy
 
 
-@njit(types.float64[::1](types.float64[::1], types.int64[::1], types.int64[::1], _ORACLE,
-                         types.float64[::1], types.int64[::1], types.int64, types.float64),
-      cache=True, nogil=True)
+@_njit_on_first_call(
+    types.float64[::1](types.float64[::1], types.int64[::1], types.int64[::1], _ORACLE,
+                       types.float64[::1], types.int64[::1], types.int64, types.float64),
+    cache=True, nogil=True)
 def sparsemap_active_set_ragged(theta, part_off, n_unary, oracle, params_flat, params_off,
                                 max_iter, tol):
     """:func:`sparsemap_active_set` on a flat, ragged batch of structures.
@@ -931,13 +980,14 @@ SUPPORT_CODE_DTYPE = np.int16
 ENCODE_SIGNATURE = types.void(types.int16[::1], types.float64[::1], types.float64[::1])
 
 
-@njit(types.Tuple((types.float64[::1], types.int16[::1], types.float64[::1],
-                   types.int64[::1]))(
-          types.float64[::1], types.int64[::1], types.int64[::1], _ORACLE,
-          types.FunctionType(ENCODE_SIGNATURE), types.float64[::1], types.int64[::1],
-          types.int64[::1], types.int64[::1], types.int64, types.float64,
-          types.int16[::1], types.float64[::1], types.int64[::1]),
-      cache=True, nogil=True)
+@_njit_on_first_call(
+    types.Tuple((types.float64[::1], types.int16[::1], types.float64[::1],
+                 types.int64[::1]))(
+        types.float64[::1], types.int64[::1], types.int64[::1], _ORACLE,
+        types.FunctionType(ENCODE_SIGNATURE), types.float64[::1], types.int64[::1],
+        types.int64[::1], types.int64[::1], types.int64, types.float64,
+        types.int16[::1], types.float64[::1], types.int64[::1]),
+    cache=True, nogil=True)
 def sparsemap_active_set_warm_ragged(theta, part_off, n_unary, oracle, encode, params_flat,
                                      params_off, n_rows, row_width, max_iter, tol,
                                      codes0, w0, sup_off0):

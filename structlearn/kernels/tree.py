@@ -583,7 +583,7 @@ def _root_in_pivot(single_root, k):
 def _mtt_forward_linear(S, single_root):
     """Elimination on ``exp(S - rowmax)``; returns ``(ok, logZ, buf, off,
     pivots)``.  ``ok`` is False when a modifier row spans more than
-    :data:`MTT_LINEAR_SPAN` or a pivot is not finite and positive."""
+    ``MTT_LINEAR_SPAN`` or a pivot is not finite and positive."""
     n = S.shape[0]
     N = n + 1
     A = np.zeros((N, N))
@@ -771,7 +771,7 @@ def matrix_tree(S, single_root):
     errors stay absolute ``O(n^2 eps)``.
 
     The elimination runs in linear space when every modifier row spans at
-    most :data:`MTT_LINEAR_SPAN` (no weight underflows) and in log space
+    most ``MTT_LINEAR_SPAN`` (no weight underflows) and in log space
     otherwise (about eight times slower), so any finite scores are safe
     (tested up to ``|S| ~ 1e5``).
 

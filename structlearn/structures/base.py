@@ -72,7 +72,7 @@ def ragged_active_set(theta, part_off, n_unary, oracle, params, params_off, max_
                       cache=None, key=None, encode=None, n_rows=None, row_width=None):
     """Active-set SparseMAP on every structure of a ragged batch.
 
-    Without a ``cache`` (a :class:`SupportCache`), every solve starts cold
+    Without a ``cache`` (a ``SupportCache``), every solve starts cold
     from the MAP vertex.  With one, each solve starts from the support
     stored under ``key`` at the previous call and stores its own, as int16
     codes: ``n_rows[i]`` rows of width ``row_width[i]`` in structure ``i``'s
@@ -201,7 +201,7 @@ class Structure:
         """Best structure different from ``y`` (the top-2 oracle).
 
         Where the MAP differs from ``y`` it is the answer; elsewhere the
-        structure's :meth:`_runner_up` gives the second-best structure.
+        structure's ``_runner_up`` gives the second-best structure.
         """
         theta = np.asarray(theta, dtype=np.float64)
         best = self.argmax(theta)

@@ -79,7 +79,7 @@ class Chain(RaggedStructure):
         self.n_parts = int(self.part_off[-1])
         self.block_sizes = np.diff(self.part_off)
         self._mask = None
-        #: Optional :class:`~structlearn.structures.base.SupportCache`: when
+        #: Optional ``structures.base.SupportCache``: when
         #: set, every active-set solve of this batch (``sparsemap``,
         #: projection onto the chain polytope) starts from the supports of
         #: the previous one and stores its own.
@@ -188,7 +188,7 @@ class Chain(RaggedStructure):
 
     def encode_supports(self, tags, sup_off):
         """Flat vertex vectors of supports given as tag sequences (as stored
-        in a :class:`SupportCache`)."""
+        in a ``SupportCache``)."""
         vtok_off, vpart_off = self._support_layout(sup_off)
         return encode_batch(np.ascontiguousarray(tags, dtype=np.int64), vpart_off,
                             vtok_off, self.n_tags)
@@ -205,7 +205,7 @@ class Chain(RaggedStructure):
     def sparsemap(self, theta, max_iter=1000, tol=1e-9):
         """SparseMAP marginals of every sequence (active set, Viterbi oracle).
 
-        With a :attr:`warm_cache` the solves start from the supports of the
+        With a ``warm_cache`` the solves start from the supports of the
         previous call (same optimum, fewer oracle calls when the scores
         moved little)."""
         return self._active_set(theta, self.n_unary, max_iter, tol, key="sparsemap")

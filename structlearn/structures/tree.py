@@ -192,7 +192,7 @@ class Tree(RaggedStructure):
     block_sizes : int64 ndarray (n,)
         ``n_i (n_i + 1)``.
     warm_cache : SupportCache or None
-        When set (a :class:`~structlearn.structures.base.SupportCache`),
+        When set (a ``structures.base.SupportCache``),
         every active-set solve of this batch starts from the supports of the
         previous one (stored as head arrays) and stores its own.
     """
@@ -382,7 +382,7 @@ class Tree(RaggedStructure):
         """SparseMAP marginals of every sentence (active set, MAP oracle).
 
         Equal to the Euclidean projection onto the tree polytope, since every
-        part is penalised.  With a :attr:`warm_cache` the solves start from
+        part is penalised.  With a ``warm_cache`` the solves start from
         the supports of the previous call.
         """
         return self._active_set(theta, max_iter, tol, key="sparsemap")
