@@ -33,7 +33,8 @@ X_test, y_test = load_ewt_pos("test")
 X_test, y_test = X_test[:150], y_test[:150]
 stages, mean_size, single, accuracy = [5, 10, 20, 40, 80], [], [], []
 for n_iter in stages:
-    tagger = SequenceTagger(loss="sparsemap", alpha=1e-3, max_iter=n_iter, n_jobs=2)
+    tagger = SequenceTagger(loss="sparsemap", alpha=1e-3, max_iter=n_iter, n_jobs=2,
+                            random_state=0)
     tagger.fit(X, y)
     sizes = np.array([len(dist) for dist in tagger.predict_sparse(X_test)])
     mean_size.append(sizes.mean())

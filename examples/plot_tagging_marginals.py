@@ -24,7 +24,8 @@ from structlearn.datasets import load_ewt_pos
 warnings.simplefilter("ignore")
 X, y = load_ewt_pos("train")
 X_test, y_test = load_ewt_pos("test")
-models = {loss: SequenceTagger(loss=loss, alpha=1e-3, max_iter=60, n_jobs=2).fit(X, y)
+models = {loss: SequenceTagger(loss=loss, alpha=1e-3, max_iter=60, n_jobs=2,
+                                random_state=0).fit(X, y)
           for loss in ("crf", "sparsemap")}
 for loss, model in models.items():
     P = np.vstack(model.predict_marginals(X_test))

@@ -49,6 +49,7 @@ not safe to enter from several threads at once).
 import numpy as np
 from numba import njit
 
+from ._lazy import njit_on_first_call
 from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE, block_params
 
 NEG_INF = -np.inf
@@ -811,7 +812,7 @@ def slack_violator_batch(theta, y, part_off, tok_off, K):
 
 
 # ---------------------------------------------------------- SparseMAP oracle
-@njit(ORACLE_SIGNATURE, cache=True)
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
 def chain_map(eta, params, out):
     """Viterbi MAP oracle for one chain block, ``params = [L, K]``.
 
@@ -832,7 +833,7 @@ def chain_block_params(tok_off, K):
     return block_params(np.asarray(tok_off, dtype=np.int64), np.array([float(K)]))
 
 
-@njit(ENCODE_SIGNATURE, cache=True)
+@njit_on_first_call(ENCODE_SIGNATURE, cache=True)
 def chain_encode_codes(codes, params, out):
     """Support decoder inverse of chains (see
     :func:`structlearn.kernels.sparsemap.sparsemap_active_set_warm_ragged`):

@@ -10,20 +10,21 @@ import numpy as np
 from numba import njit
 
 from .assignment import linear_assignment
+from ._lazy import njit_on_first_call
 from .sparsemap import ORACLE_SIGNATURE
 
 NEG_INF = -np.inf
 
 
 # --------------------------------------------------------------------- oracles
-@njit(ORACLE_SIGNATURE, cache=True)
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
 def cube_map(eta, params, out):
     """Unit cube: every part with a positive score is on."""
     for i in range(eta.shape[0]):
         out[i] = 1.0 if eta[i] > 0.0 else 0.0
 
 
-@njit(ORACLE_SIGNATURE, cache=True)
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
 def knapsack_map(eta, params, out):
     """Subsets of size in ``[params[0], params[1]]`` (Blondel 2019, Sec. 4).
 
@@ -42,7 +43,7 @@ def knapsack_map(eta, params, out):
             break
 
 
-@njit(ORACLE_SIGNATURE, cache=True)
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
 def order_simplex_map(eta, params, out):
     """Order simplex, ``k - 1`` thresholds: class ``j`` has ``phi_i = 1[j > i]``.
 
@@ -61,7 +62,7 @@ def order_simplex_map(eta, params, out):
         out[i] = 1.0 if i < best else 0.0
 
 
-@njit(ORACLE_SIGNATURE, cache=True)
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
 def permutahedron_map(eta, params, out):
     """Permutahedron induced by ``w = params`` (non-increasing): sort ``eta``."""
     order = np.argsort(-eta, kind="mergesort")
@@ -69,7 +70,7 @@ def permutahedron_map(eta, params, out):
         out[order[r]] = params[r]
 
 
-@njit(ORACLE_SIGNATURE, cache=True)
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
 def birkhoff_map(eta, params, out):
     """Birkhoff polytope: linear assignment of labels (rows) to ranks."""
     k = int(params[0])
@@ -307,7 +308,7 @@ def permutahedron_poslearn_batch(Theta, Ranks0, w):
     return costs, scores, ranks
 
 
-@njit(ORACLE_SIGNATURE, cache=True)
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
 def explicit_vertices_map(eta, params, out):
     """MAP over an explicit list of vertices.
 

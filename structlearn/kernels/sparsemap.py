@@ -19,11 +19,10 @@ reads.  Passing a different oracle gives a different specialisation of the
 same code, so there is exactly one active-set implementation in the library.
 """
 
-import functools
-import threading
-
 import numpy as np
 from numba import njit, types
+
+from ._lazy import njit_on_first_call
 
 #: Signature of every MAP oracle: ``oracle(eta, params, out) -> None``.
 ORACLE_SIGNATURE = types.void(types.float64[::1], types.float64[::1], types.float64[::1])
@@ -35,45 +34,6 @@ _ORACLE = types.FunctionType(ORACLE_SIGNATURE)
 _RESULT = types.Tuple((types.float64[::1], types.float64[:, ::1], types.float64[::1],
                        types.int64))
 
-
-class _CompiledOnFirstCall:
-    """A Numba function with an explicit signature whose compilation (or
-    loading from Numba's on-disk cache) waits for its first call.
-
-    ``@njit(signature)`` compiles at import; the solvers below are large, and
-    compiling all six at ``import structlearn`` took most of a cold start
-    (``benchmarks/bench_compile.py``) although a fit uses one or two of
-    them.  Jitted callers need a real dispatcher when *they* compile, so
-    compiling a function first compiles the deferred functions it calls and
-    puts their dispatchers in the module namespace.
-    """
-
-    def __init__(self, py_func, signature, options):
-        functools.update_wrapper(self, py_func)
-        self.py_func, self._signature, self._options = py_func, signature, options
-        self._dispatcher = None
-        self._lock = threading.Lock()
-
-    @property
-    def dispatcher(self):
-        if self._dispatcher is None:
-            with self._lock:
-                if self._dispatcher is None:
-                    namespace = self.py_func.__globals__
-                    for name in self.py_func.__code__.co_names:
-                        callee = namespace.get(name)
-                        if isinstance(callee, _CompiledOnFirstCall):
-                            namespace[name] = callee.dispatcher
-                    self._dispatcher = njit(self._signature, **self._options)(self.py_func)
-        return self._dispatcher
-
-    def __call__(self, *args):
-        return self.dispatcher(*args)
-
-
-def _njit_on_first_call(signature, **options):
-    """``njit(signature, **options)``, compiled on the first call."""
-    return lambda py_func: _CompiledOnFirstCall(py_func, signature, options)
 
 
 
@@ -367,7 +327,7 @@ def _grow_square(A, n):
     return B
 
 
-@_njit_on_first_call(
+@njit_on_first_call(
     _RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
             types.float64, types.float64[:, ::1], types.float64[::1]), cache=True)
 def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w0):
@@ -766,7 +726,7 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
     return mu, verts, weights, n_iter
 
 
-@_njit_on_first_call(
+@njit_on_first_call(
     _RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
             types.float64), cache=True)
 def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
@@ -780,7 +740,7 @@ def sparsemap_active_set(eta, n_unary, oracle, params, max_iter, tol):
                                      np.zeros((0, eta.shape[0])), np.zeros(0))
 
 
-@_njit_on_first_call(
+@njit_on_first_call(
     types.float64[:, ::1](types.float64[:, ::1], types.int64, _ORACLE, types.float64[::1],
                           types.int64, types.float64), cache=True, nogil=True)
 def sparsemap_active_set_batch(Eta, n_unary, oracle, params, max_iter, tol):
@@ -796,7 +756,7 @@ def sparsemap_active_set_batch(Eta, n_unary, oracle, params, max_iter, tol):
 VARIANTS = {"vanilla": 0, "away-step": 1, "pairwise": 2}
 
 
-@_njit_on_first_call(
+@njit_on_first_call(
     _RESULT(types.float64[::1], types.int64, _ORACLE, types.float64[::1], types.int64,
             types.int64, types.float64), cache=True)
 def sparsemap_conditional_gradient(eta, n_unary, oracle, params, variant, max_iter, tol):
@@ -945,7 +905,7 @@ def sparsemap_jvp(vertices, weights, n_unary, d_eta):
     return M.T @ dy
 
 
-@_njit_on_first_call(
+@njit_on_first_call(
     types.float64[::1](types.float64[::1], types.int64[::1], types.int64[::1], _ORACLE,
                        types.float64[::1], types.int64[::1], types.int64, types.float64),
     cache=True, nogil=True)
@@ -980,7 +940,7 @@ SUPPORT_CODE_DTYPE = np.int16
 ENCODE_SIGNATURE = types.void(types.int16[::1], types.float64[::1], types.float64[::1])
 
 
-@_njit_on_first_call(
+@njit_on_first_call(
     types.Tuple((types.float64[::1], types.int16[::1], types.float64[::1],
                  types.int64[::1]))(
         types.float64[::1], types.int64[::1], types.int64[::1], _ORACLE,

@@ -80,6 +80,7 @@ batches across threads, as for the other kernels of this package).
 import numpy as np
 from numba import njit
 
+from ._lazy import njit_on_first_call
 from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE, block_params
 
 #: Linear-space matrix-tree elimination is used when every modifier row of
@@ -1022,7 +1023,7 @@ def second_best_tree(S, heads, single_root, projective):
 
 
 # ---------------------------------------------------------- SparseMAP oracle
-@njit(ORACLE_SIGNATURE, cache=True)
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
 def tree_map(eta, params, out):
     """MAP oracle for one sentence, ``params = [n, single_root, projective]``.
 
@@ -1266,7 +1267,7 @@ def validate_heads(heads_list, single_root):
                      f"(following heads: {path})")
 
 
-@njit(ENCODE_SIGNATURE, cache=True)
+@njit_on_first_call(ENCODE_SIGNATURE, cache=True)
 def tree_encode_codes(codes, params, out):
     """Support decoder inverse of trees (see
     :func:`structlearn.kernels.sparsemap.sparsemap_active_set_warm_ragged`):

@@ -1,0 +1,80 @@
+"""Numba functions with an explicit signature, compiled on their first call.
+
+``@njit(signature)`` compiles when the module is imported.  The SparseMAP
+solvers and the typed MAP oracles (which are passed to them as first-class
+functions and therefore need explicit signatures) made up nearly all of a
+cold ``import structlearn`` -- over a minute on a loaded two-core machine
+with an empty cache (``benchmarks/bench_compile.py``) -- although a fit uses
+one oracle and one or two solvers.  :func:`njit_on_first_call` defers the
+compilation (or the loading from Numba's on-disk cache) to the first call.
+
+Two rules keep deferred functions usable everywhere:
+
+- a jitted function needs real dispatchers for the functions it calls when
+  *it* compiles, so compiling a deferred function first compiles the
+  deferred functions it names and shows Numba their dispatchers in its
+  module's namespace for the time of the compilation (the module keeps
+  exporting the deferred objects);
+- a deferred function passed as an argument (an oracle handed to a solver)
+  is replaced by its dispatcher before the call.
+"""
+
+import functools
+import importlib
+import threading
+
+from numba import njit
+
+
+class CompiledOnFirstCall:
+    """A deferred ``njit(signature, **options)(py_func)``."""
+
+    def __init__(self, py_func, signature, options):
+        functools.update_wrapper(self, py_func)
+        self.py_func, self._signature, self._options = py_func, signature, options
+        self._dispatcher = None
+        self._lock = threading.Lock()
+
+    @property
+    def dispatcher(self):
+        """The Numba dispatcher (compiled or loaded from the cache now)."""
+        if self._dispatcher is None:
+            with self._lock:
+                if self._dispatcher is None:
+                    # the deferred callees are seen by Numba as their
+                    # dispatchers while this function compiles (with an
+                    # explicit signature, in the njit call), then the
+                    # module names are restored
+                    namespace = self.py_func.__globals__
+                    saved = {name: namespace[name] for name in self.py_func.__code__.co_names
+                             if isinstance(namespace.get(name), CompiledOnFirstCall)}
+                    try:
+                        for name, callee in saved.items():
+                            namespace[name] = callee.dispatcher
+                        self._dispatcher = njit(self._signature, **self._options)(self.py_func)
+                    finally:
+                        namespace.update(saved)
+        return self._dispatcher
+
+    def __call__(self, *args, **kwargs):
+        args = [a.dispatcher if isinstance(a, CompiledOnFirstCall) else a for a in args]
+        kwargs = {k: v.dispatcher if isinstance(v, CompiledOnFirstCall) else v
+                  for k, v in kwargs.items()}
+        return self.dispatcher(*args, **kwargs)
+
+    def __get__(self, obj, objtype=None):
+        # a non-data descriptor, like a Numba dispatcher: ``inspect.isroutine``
+        # (and so Sphinx) sees a function
+        return self
+
+    def __reduce__(self):  # pickled by reference, like a module-level function
+        return _resolve, (self.__module__, self.__name__)
+
+
+def _resolve(module, name):
+    return getattr(importlib.import_module(module), name)
+
+
+def njit_on_first_call(signature, **options):
+    """Decorator: ``njit(signature, **options)``, compiled on the first call."""
+    return lambda py_func: CompiledOnFirstCall(py_func, signature, options)
