@@ -22,7 +22,8 @@ data (so the time ratios are side by side); structlearn uses ``n_jobs``
 threads (default 2); prediction time is the best of 3 runs.  Peak memory
 (``--memory``): each of the CRF and perceptron pairs is refit in a fresh
 subprocess, which reports the growth of its peak RSS during fit (data
-loading excluded).
+loading and a 20-sentence warm-up fit excluded: Numba loads its kernels
+and LLVM on first use).
 
 Usage::
 
@@ -161,6 +162,12 @@ def memory_child(task, name, quick, n_jobs, n_train=None):
     lib, make = models(len(data[0]), n_jobs)[name]
     import gc
 
+    # warm up on a few sentences (both libraries): Numba loads its compiled
+    # kernels (and LLVM) on first use, a one-off cost of the process that is
+    # not the fit's memory -- the timings exclude it likewise
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make().fit(data[0][:20], data[1][:20])
     gc.collect()
     # reset the kernel's peak-RSS counter (Linux), so that the transient peak
     # of data loading does not hide the fit's
