@@ -1192,7 +1192,7 @@ class ArcVectorizer(BaseEstimator):
     def arc_features(self, A, word_off, a, b):
         """``(indptr, ids)`` of every arc of sentences ``a..b-1`` (see
         :func:`structlearn.kernels.arcs.arc_feature_ids`)."""
-        return arc_feature_ids(A, word_off, a, b, TEMPLATES, *self._table)
+        return arc_feature_ids(A, word_off, a, b, TEMPLATES, self._table)
 
 
 def _template_ids(templates):
