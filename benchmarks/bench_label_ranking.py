@@ -35,7 +35,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _lr_common  # noqa: E402  (pins BLAS threads before NumPy is imported)
+import _lr_common  # noqa: E402,F401  (pins BLAS threads before NumPy is imported)
 
 import argparse  # noqa: E402
 import time  # noqa: E402
@@ -43,7 +43,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from _lr_common import (  # noqa: E402
-    DATA_DIR, RESULTS_DIR, REFERENCES, run_dataset, write_results, summarize,
+    DATA_DIR, RESULTS_DIR, run_dataset, write_results, summarize,
     render_markdown, plan_for, git_version,
 )
 

@@ -32,7 +32,6 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.base import clone
 
 from structlearn import (DependencyParser, LabelRanker, MultiLabelClassifier,
                          OrdinalRegressor, SequenceTagger)
