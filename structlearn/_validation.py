@@ -59,6 +59,15 @@ def as_array(obj, name):
         raise ValueError(f"{name} could not be converted to an array: {exc}") from None
 
 
+def _array_like(obj):
+    """Whether ``obj`` could hold an array: a sparse matrix, an ndarray or a
+    sized sequence -- not None, a string, a mapping or a generator."""
+    if sp.issparse(obj):   # (checked first: a DOK matrix is a dict)
+        return True
+    return not (obj is None or isinstance(obj, (str, bytes, Mapping))
+                or not (hasattr(obj, "__len__") or hasattr(obj, "__array__")))
+
+
 def as_target_array(y, name, what, allow_sparse=False):
     """The target ``y`` as an ndarray.
 
@@ -66,9 +75,7 @@ def as_target_array(y, name, what, allow_sparse=False):
     scipy.sparse matrices are ValueErrors naming ``name``; ``what`` says
     what was expected (e.g. "a 2-D array of rank vectors").
     """
-    if not sp.issparse(y) and (   # (a DOK matrix is a dict)
-            y is None or isinstance(y, (str, bytes, Mapping))
-            or not (hasattr(y, "__len__") or hasattr(y, "__array__"))):
+    if not _array_like(y):
         raise ValueError(f"{name} must be {what}, got {describe(y)}.")
     if sp.issparse(y):
         if allow_sparse:
@@ -127,9 +134,7 @@ def check_matrix(X, name="X"):
     Strings (even numeric ones), bytes, dates and structured dtypes are
     rejected rather than converted.
     """
-    if not sp.issparse(X) and (   # (a DOK matrix is a dict)
-            X is None or isinstance(X, (str, bytes, Mapping))
-            or not (hasattr(X, "__len__") or hasattr(X, "__array__"))):
+    if not _array_like(X):
         raise ValueError(f"{name} must be a 2-D array or sparse matrix of shape "
                          f"(n_samples, n_features), got {describe(X)}.")
     if not sp.issparse(X) and isinstance(X, (list, tuple)):
@@ -162,3 +167,107 @@ def check_solution(z, objective, estimator):
                                       and not np.isfinite(objective)):
         raise ValueError(f"{estimator} training diverged (non-finite weights or "
                          f"objective); rescale the features or increase alpha.")
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """``sample_weight`` as a float array of ``n_samples`` non-negative finite
+    weights with a positive sum (or None)."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight)
+    if w.dtype.kind not in "biuf":
+        raise ValueError(f"sample_weight must contain real numbers; got dtype {w.dtype}.")
+    w = w.astype(np.float64)
+    if w.ndim != 1 or w.shape[0] != n_samples:
+        raise ValueError(f"sample_weight must be a 1-D array of length n_samples="
+                         f"{n_samples}; got shape {w.shape}.")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("sample_weight contains NaN or infinite values.")
+    if np.any(w < 0):
+        raise ValueError("sample_weight must be non-negative.")
+    if w.sum() <= 0:
+        raise ValueError("sample_weight must have a positive sum.")
+    return w
+
+
+def _check_target_shape(Y, name, n_samples, what):
+    if Y.ndim != 2:
+        raise ValueError(f"{name} must be {what} (n_samples, n_labels), "
+                         f"got shape {Y.shape}.")
+    if n_samples is not None and Y.shape[0] != n_samples:
+        raise ValueError(f"X has {n_samples} samples but {name} has {Y.shape[0]} rows.")
+    if Y.shape[0] == 0:
+        raise ValueError(f"{name} is empty (no rows).")
+
+
+def check_rank_matrix(Y, name="y", n_samples=None):
+    """A matrix of rank vectors (row ``i``: the ranks of the labels, 1 = best;
+    every row a permutation of ``1..k``) as an int64 array.  The first bad
+    row is named; ties and partial rankings are not supported."""
+    Y = as_target_array(Y, name, "a 2-D array of rank vectors (n_samples, n_labels)")
+    _check_target_shape(Y, name, n_samples, "a 2-D array of rank vectors")
+    k = Y.shape[1]
+    if k < 2:
+        raise ValueError(f"label ranking needs at least 2 labels, got {k}.")
+    if not np.issubdtype(Y.dtype, np.number) or np.issubdtype(Y.dtype, np.complexfloating):
+        raise ValueError(f"{name} must contain numbers (integer ranks), got dtype {Y.dtype}.")
+    if not np.all(np.isfinite(Y)):
+        bad = int(np.argwhere(~np.isfinite(Y))[0, 0])
+        raise ValueError(f"{name} has a non-finite rank (NaN or infinity) in row {bad}.")
+    if np.any(Y != np.round(Y)):
+        bad = int(np.argwhere(Y != np.round(Y))[0, 0])
+        raise ValueError(f"{name} row {bad} contains non-integer ranks: {Y[bad].tolist()}.")
+    out = (Y < 1) | (Y > k)
+    if out.any():
+        bad = int(np.argwhere(out)[0, 0])
+        raise ValueError(f"{name} row {bad} is not a permutation of 1..{k}: ranks out of "
+                         f"range 1..{k}: {Y[bad].tolist()}.")
+    Yi = Y.astype(np.int64)
+    ok = np.all(np.sort(Yi, axis=1) == np.arange(1, k + 1)[None, :], axis=1)
+    if not ok.all():
+        bad = int(np.argmin(ok))
+        raise ValueError(f"{name} row {bad} is not a permutation of 1..{k} "
+                         f"(ties and partial rankings are not supported): {Yi[bad].tolist()}.")
+    return Yi
+
+
+def check_indicator_matrix(Y, name="Y", n_samples=None, keep_sparse=False):
+    """A 0/1 multilabel indicator matrix, dense (or CSR with ``keep_sparse``
+    and sparse input); the first bad entry is named ``name[i, j]``."""
+    what = "a 2-D 0/1 indicator matrix (n_samples, n_labels)"
+    if keep_sparse and sp.issparse(Y):
+        Y = sp.csr_matrix(Y)
+        values = Y.data
+
+        def at(k):
+            return (int(np.searchsorted(Y.indptr, k, side="right") - 1), int(Y.indices[k]))
+    else:
+        Y = as_target_array(Y, name, what, allow_sparse=True)
+        values = Y
+
+        def at(k):
+            return np.unravel_index(k, Y.shape)
+    if values.dtype.kind == "f":
+        nonfinite = ~np.isfinite(values)
+        if nonfinite.any():
+            k = int(np.flatnonzero(nonfinite.ravel())[0])
+            kind = "NaN" if np.isnan(values.ravel()[k]) else "an infinite value"
+            raise ValueError(f"{name} contains {kind} at {name}{index_str(at(k))}; {name} "
+                             f"must be a binary (0/1) indicator matrix.")
+        frac = values != np.round(values)
+        if frac.any():   # the wording scikit-learn's estimator checks expect
+            k = int(np.flatnonzero(frac.ravel())[0])
+            raise ValueError(f"Unknown label type: continuous ({name}{index_str(at(k))} = "
+                             f"{values.ravel()[k].item()!r}); {name} must be a binary (0/1) "
+                             f"indicator matrix.")
+    _check_target_shape(Y, name, n_samples, "a 2-D 0/1 indicator matrix")
+    if Y.shape[1] < 1:
+        raise ValueError(f"{name} has no label columns.")
+    if values.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be numeric 0/1, got dtype {values.dtype}.")
+    bad = ~((values == 0) | (values == 1))
+    if bad.any():
+        k = int(np.flatnonzero(bad.ravel())[0])
+        raise ValueError(f"{name} must be a binary (0/1) indicator matrix; "
+                         f"{name}{index_str(at(k))} = {values.ravel()[k].item()!r}.")
+    return Y

@@ -81,7 +81,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import murmurhash3_32
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_int
+from ._validation import check_int, describe
 from .kernels.arcs import TEMPLATES, arc_feature_ids, build_table, gold_arc_keys, template_names
 from .kernels.tree import validate_heads
 
@@ -99,14 +99,6 @@ _FULL_HASH = 2 ** 31
 
 def _where(i, t):
     return f"sequence {i}, position {t} (X[{i}][{t}])"
-
-
-def _describe(obj):
-    if isinstance(obj, np.ndarray):
-        return f"a {obj.ndim}-D numpy array of shape {obj.shape}"
-    if sp.issparse(obj):
-        return f"a scipy.sparse matrix of shape {obj.shape}"
-    return f"an object of type {type(obj).__name__}"
 
 
 def _expand_value(v, suffix, i, t, path):
@@ -309,7 +301,7 @@ def _scan_slow(X, table):
             if type(tok) is not dict and not isinstance(tok, Mapping):
                 raise ValueError(
                     f"{_where(i, t)}: expected a dict of features, got "
-                    f"{_describe(tok)} ({tok!r:.60}). Every token of a dict sequence "
+                    f"{describe(tok)}. Every token of a dict sequence "
                     f"must be a dict {{feature_key: value}}.")
             for k, v in tok.items():
                 if not isinstance(k, str):
@@ -596,12 +588,12 @@ class TokenVectorizer(BaseEstimator):
                 f"2-D arrays / sparse matrices of shape (n_tokens, n_features).")
         if isinstance(X, np.ndarray) or sp.issparse(X):
             raise ValueError(
-                f"X must be a list of sequences, got {_describe(X)}. Pass a list of 2-D "
+                f"X must be a list of sequences, got {describe(X)}. Pass a list of 2-D "
                 f"arrays or sparse matrices, one (n_tokens, n_features) block per "
                 f"sequence (a single sequence: [X]).")
         if isinstance(X, Mapping) or not isinstance(X, (list, tuple)):
             raise ValueError(
-                f"X must be a list of sequences, got {_describe(X)}. Expected a list "
+                f"X must be a list of sequences, got {describe(X)}. Expected a list "
                 f"whose items are lists of per-token feature dicts, or 2-D arrays / "
                 f"sparse matrices of shape (n_tokens, n_features).")
         if len(X) == 0:
@@ -621,7 +613,7 @@ class TokenVectorizer(BaseEstimator):
                     f"wrap it in a list: [X].")
             else:
                 raise ValueError(
-                    f"sequence {i} (X[{i}]) is {_describe(seq)}; each sequence must be a "
+                    f"sequence {i} (X[{i}]) is {describe(seq)}; each sequence must be a "
                     f"list of per-token feature dicts, or a 2-D array / sparse matrix of "
                     f"shape (n_tokens, n_features).")
             if first_dict is not None and first_array is not None:
@@ -1001,7 +993,7 @@ def check_sentences(X):
     elif X is None or isinstance(X, (str, bytes, Mapping, np.ndarray)) or sp.issparse(X) \
             or not isinstance(X, (list, tuple)):
         raise ValueError(f"X must be a list of sentences (lists of token dicts or "
-                         f"ConlluSentence objects), got {_describe(X)}.")
+                         f"ConlluSentence objects), got {describe(X)}.")
     if len(X) == 0:
         raise ValueError("X is empty: at least one sentence is needed.")
 
@@ -1012,7 +1004,7 @@ def _sentence_tokens(sent, i):
     if isinstance(toks, (str, bytes, Mapping)) or not hasattr(toks, "__len__") or \
             sp.issparse(toks) or getattr(toks, "ndim", 1) != 1:
         raise ValueError(f"sentence {i} (X[{i}]) must be a list of token dicts or a "
-                         f"ConlluSentence, got {_describe(sent)}.")
+                         f"ConlluSentence, got {describe(sent)}.")
     return toks
 
 
@@ -1046,7 +1038,7 @@ def sentence_attributes(X, vocabularies=None, prefix_length=5):
         for t, tok in enumerate(toks):
             if not isinstance(tok, Mapping):
                 raise ValueError(f"sentence {i}, word {t + 1}: expected a token dict with "
-                                 f"a 'form', got {_describe(tok)}.")
+                                 f"a 'form', got {describe(tok)}.")
             form = tok.get("form")
             if not isinstance(form, str):
                 raise ValueError(f"sentence {i}, word {t + 1}: the token needs a str "
@@ -1057,13 +1049,13 @@ def sentence_attributes(X, vocabularies=None, prefix_length=5):
                 v = tok.get(key)
                 if v is not None and not isinstance(v, str):
                     raise ValueError(f"sentence {i}, word {t + 1}: {key!r} must be a str "
-                                     f"or None, got {_describe(v)}.")
+                                     f"or None, got {describe(v)}.")
                 cols[c].append("_" if v is None else v)
             cols[4].append(low[:prefix_length])
             feats = tok.get("feats")
             if feats is not None and not isinstance(feats, (str, Mapping)):
                 raise ValueError(f"sentence {i}, word {t + 1}: 'feats' must be a dict, a "
-                                 f"str or None, got {_describe(feats)}.")
+                                 f"str or None, got {describe(feats)}.")
             cols[5].append(_feats_string(feats))
         word_off.append(len(cols[0]))
     return cols, np.asarray(word_off, dtype=np.int64)

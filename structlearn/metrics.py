@@ -33,6 +33,8 @@ import unicodedata
 import numpy as np
 import scipy.sparse as sp
 
+from ._validation import check_indicator_matrix, check_rank_matrix, check_sample_weight
+
 __all__ = [
     "kendall_tau",
     "spearman_rho",
@@ -53,109 +55,9 @@ _KENDALL_CHUNK_ENTRIES = 1 << 22
 # ---------------------------------------------------------------------------
 # input validation helpers
 # ---------------------------------------------------------------------------
-def _check_sample_weight(sample_weight, n_samples):
-    """Validate ``sample_weight`` and return it as a float array (or None)."""
-    if sample_weight is None:
-        return None
-    w = np.asarray(sample_weight)
-    if w.dtype.kind not in "biuf":
-        raise ValueError(f"sample_weight must contain real numbers; got dtype {w.dtype}.")
-    w = w.astype(np.float64)
-    if w.ndim != 1 or w.shape[0] != n_samples:
-        raise ValueError(
-            f"sample_weight must be a 1-D array of length n_samples={n_samples}; "
-            f"got shape {w.shape}."
-        )
-    if not np.all(np.isfinite(w)):
-        raise ValueError("sample_weight contains NaN or infinite values.")
-    if np.any(w < 0):
-        raise ValueError("sample_weight must be non-negative.")
-    if w.sum() <= 0:
-        raise ValueError("sample_weight must have a positive sum.")
-    return w
-
-
-def _as_numeric_2d(Y, name):
-    """Convert ``Y`` to a 2-D numeric ndarray or raise a ValueError."""
-    if sp.issparse(Y):
-        Y = Y.toarray()
-    try:
-        arr = np.asarray(Y)
-    except Exception as exc:  # ragged nested lists, etc.
-        raise ValueError(f"{name} could not be converted to an array: {exc}") from exc
-    if arr.dtype == object or arr.dtype.kind in "USV":
-        try:
-            arr = arr.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"{name} must contain numbers; got dtype {arr.dtype}."
-            ) from exc
-    if arr.dtype.kind not in "biuf":
-        raise ValueError(f"{name} must contain numbers; got dtype {arr.dtype}.")
-    if arr.ndim != 2:
-        hint = (
-            " For a single ranking use Y.reshape(1, -1)." if arr.ndim == 1 else ""
-        )
-        raise ValueError(
-            f"{name} must be a 2-D array of shape (n_samples, n_labels); "
-            f"got {arr.ndim}-D array with shape {arr.shape}.{hint}"
-        )
-    return arr
-
-
-def _check_rank_matrix(Y, name):
-    """Validate a matrix of rank vectors (rows = permutations of 1..k).
-
-    Parameters
-    ----------
-    Y : array-like of shape (n_samples, n_labels)
-        Candidate rank matrix.
-    name : str
-        Argument name used in error messages.
-
-    Returns
-    -------
-    Y : ndarray of shape (n_samples, n_labels), dtype int64
-    """
-    arr = _as_numeric_2d(Y, name)
-    n, k = arr.shape
-    if n == 0:
-        raise ValueError(f"{name} is empty (0 samples).")
-    if k < 2:
-        raise ValueError(
-            f"{name} must have at least 2 labels (columns) to define a ranking; "
-            f"got {k}."
-        )
-    if arr.dtype.kind == "f":
-        finite = np.isfinite(arr).all(axis=1)
-        if not finite.all():
-            i = int(np.flatnonzero(~finite)[0])
-            raise ValueError(
-                f"{name} row {i} contains NaN or infinite values: {arr[i].tolist()}."
-            )
-        integral = (arr == np.round(arr)).all(axis=1)
-        if not integral.all():
-            i = int(np.flatnonzero(~integral)[0])
-            raise ValueError(
-                f"{name} row {i} contains non-integer ranks: {arr[i].tolist()}; "
-                f"each row must be a permutation of 1..{k}."
-            )
-    ranks = arr.astype(np.int64, copy=False)
-    ok = (np.sort(ranks, axis=1) == np.arange(1, k + 1)).all(axis=1)
-    if not ok.all():
-        bad = np.flatnonzero(~ok)
-        i = int(bad[0])
-        raise ValueError(
-            f"{name} row {i} is not a permutation of 1..{k} (rank vectors, "
-            f"1 = best, no ties): got {ranks[i].tolist()}. "
-            f"{bad.size} of {n} rows are invalid."
-        )
-    return ranks
-
-
 def _check_rank_pair(Y_true, Y_pred):
-    Y_true = _check_rank_matrix(Y_true, "Y_true")
-    Y_pred = _check_rank_matrix(Y_pred, "Y_pred")
+    Y_true = check_rank_matrix(Y_true, "Y_true")
+    Y_pred = check_rank_matrix(Y_pred, "Y_pred")
     if Y_true.shape != Y_pred.shape:
         raise ValueError(
             f"Y_true and Y_pred have different shapes: {Y_true.shape} vs "
@@ -214,7 +116,7 @@ def kendall_tau(Y_true, Y_pred, *, sample_weight=None):
     """
     Y_true, Y_pred = _check_rank_pair(Y_true, Y_pred)
     n, k = Y_true.shape
-    w = _check_sample_weight(sample_weight, n)
+    w = check_sample_weight(sample_weight, n)
     if k < np.iinfo(np.int16).max:  # smaller temporaries, faster indexing
         Y_true, Y_pred = Y_true.astype(np.int16), Y_pred.astype(np.int16)
     I, J = np.triu_indices(k, 1)
@@ -271,7 +173,7 @@ def spearman_rho(Y_true, Y_pred, *, sample_weight=None):
     """
     Y_true, Y_pred = _check_rank_pair(Y_true, Y_pred)
     n, k = Y_true.shape
-    w = _check_sample_weight(sample_weight, n)
+    w = check_sample_weight(sample_weight, n)
     d = (Y_true - Y_pred).astype(np.float64)
     rhos = 1.0 - 6.0 * np.einsum("ij,ij->i", d, d) / (k * (k * k - 1.0))
     return _average(rhos, w)
@@ -374,7 +276,7 @@ def mean_absolute_error(y_true, y_pred, *, classes=None, sample_weight=None):
         )
     if y_true.shape[0] == 0:
         raise ValueError("y_true and y_pred are empty (0 samples).")
-    w = _check_sample_weight(sample_weight, y_true.shape[0])
+    w = check_sample_weight(sample_weight, y_true.shape[0])
     if classes is not None:
         if isinstance(classes, np.ndarray) or sp.issparse(classes):
             classes = _as_1d(classes, "classes").tolist()
@@ -408,28 +310,6 @@ def mean_absolute_error(y_true, y_pred, *, classes=None, sample_weight=None):
 # ---------------------------------------------------------------------------
 # multilabel classification
 # ---------------------------------------------------------------------------
-def _check_indicator(Y, name):
-    """Validate a multilabel indicator matrix (dense or sparse)."""
-    if sp.issparse(Y):
-        Y = sp.csr_matrix(Y)
-        data = Y.data
-        shape = Y.shape
-    else:
-        Y = _as_numeric_2d(Y, name)
-        data = Y
-        shape = Y.shape
-    if shape[0] == 0 or shape[1] == 0:
-        raise ValueError(f"{name} is empty: shape {shape}.")
-    bad = ~((data == 0) | (data == 1))
-    if np.any(bad):
-        vals = np.unique(np.asarray(data)[bad])[:5].tolist()
-        raise ValueError(
-            f"{name} must be a binary (0/1) multilabel indicator matrix; "
-            f"found values {vals}."
-        )
-    return Y
-
-
 def hamming_loss(Y_true, Y_pred, *, sample_weight=None):
     """Fraction of wrongly predicted label entries in multilabel outputs.
 
@@ -461,15 +341,15 @@ def hamming_loss(Y_true, Y_pred, *, sample_weight=None):
     >>> hamming_loss([[1, 0, 1], [0, 1, 0]], [[1, 1, 1], [0, 1, 0]])
     0.16666666666666666
     """
-    Y_true = _check_indicator(Y_true, "Y_true")
-    Y_pred = _check_indicator(Y_pred, "Y_pred")
+    Y_true = check_indicator_matrix(Y_true, "Y_true", keep_sparse=True)
+    Y_pred = check_indicator_matrix(Y_pred, "Y_pred", keep_sparse=True)
     if Y_true.shape != Y_pred.shape:
         raise ValueError(
             f"Y_true and Y_pred have different shapes: {Y_true.shape} vs "
             f"{Y_pred.shape}."
         )
     n, k = Y_true.shape
-    w = _check_sample_weight(sample_weight, n)
+    w = check_sample_weight(sample_weight, n)
     if sp.issparse(Y_true) or sp.issparse(Y_pred):
         diff = sp.csr_matrix(Y_true, dtype=np.float64) - sp.csr_matrix(
             Y_pred, dtype=np.float64
@@ -573,7 +453,7 @@ def token_accuracy(y_true, y_pred, *, sample_weight=None):
     0.6666666666666666
     """
     a, b = _check_sequence_pair(y_true, y_pred)
-    w = _check_sample_weight(sample_weight, len(a))
+    w = check_sample_weight(sample_weight, len(a))
     lengths = np.array([len(s) for s in a], dtype=np.float64)
     correct = np.array([sum(p == q for p, q in zip(s, t)) for s, t in zip(a, b)],
                        dtype=np.float64)
@@ -732,7 +612,7 @@ def chunk_precision_recall_f1(y_true, y_pred, *, scheme="auto",
     """
     _check_scheme(scheme)
     a, b = _check_sequence_pair(y_true, y_pred)
-    w = _check_sample_weight(sample_weight, len(a))
+    w = check_sample_weight(sample_weight, len(a))
     allowed = _CHUNK_PREFIXES[scheme]
     counts = {}  # type -> [correct, pred, true]
     for i, (s, t) in enumerate(zip(a, b)):
@@ -848,7 +728,7 @@ def flat_classification_report(y_true, y_pred, labels=None, digits=2,
     flat_true = [v for s in a for v in s]
     flat_pred = [v for s in b for v in s]
     if kwargs.get("sample_weight") is not None:
-        w = _check_sample_weight(kwargs["sample_weight"], len(a))
+        w = check_sample_weight(kwargs["sample_weight"], len(a))
         kwargs["sample_weight"] = np.repeat(w, [len(s) for s in a])
     return classification_report(flat_true, flat_pred, labels=labels,
                                  digits=digits, **kwargs)
@@ -932,7 +812,7 @@ def uas(y_true_heads, y_pred_heads, words_or_upos=None, exclude_punct=False,
     """
     a, b = _check_sequence_pair(y_true_heads, y_pred_heads,
                                 ("y_true_heads", "y_pred_heads"))
-    w = _check_sample_weight(sample_weight, len(a))
+    w = check_sample_weight(sample_weight, len(a))
     if exclude_punct:
         if words_or_upos is None:
             raise ValueError(

@@ -323,7 +323,7 @@ BAD_FITS = [
      np.array([[0, 1, 1], [1, 0, 1]]), "min_labels=3 is larger than max_labels=2"),
     ("multilabel", MultiLabelClassifier(max_labels=1), np.zeros((2, 2)),
      np.array([[0, 1, 1], [1, 0, 0]]), "row 0 of Y has 2 labels"),
-    ("multilabel", MultiLabelClassifier(), np.zeros((2, 2)), np.array([1, 0]), "2-D indicator"),
+    ("multilabel", MultiLabelClassifier(), np.zeros((2, 2)), np.array([1, 0]), "2-D 0/1 indicator"),
     ("multilabel", MultiLabelClassifier(loss=Projection(set="birkhoff")), np.zeros((2, 2)),
      np.array([[0, 1], [1, 0]]), "valid sets"),
 ]

@@ -480,14 +480,14 @@ def _raises(X, pattern, tv=None):
 
 @pytest.mark.parametrize("X,pattern", [
     ("the cat", r"X must be a list of sequences, got a str"),
-    (np.ones((3, 2)), r"got a 2-D numpy array of shape \(3, 2\).*\[X\]"),
+    (np.ones((3, 2)), r"got a 2-D numpy array of dtype float64 and shape \(3, 2\).*\[X\]"),
     (sp.csr_matrix(np.ones((3, 2))), r"got a scipy.sparse matrix"),
     ({"w": "a"}, r"X must be a list of sequences"),
-    (None, r"X must be a list of sequences, got an object of type NoneType"),
+    (None, r"X must be a list of sequences, got NoneType None"),
     ([], r"X is empty"),
     ([{"w": "a"}, {"w": "b"}], r"sequence 0 \(X\[0\]\) is a dict.*wrap it in a list"),
-    ([[{"w": "a"}], "abc"], r"sequence 1 \(X\[1\]\) is an object of type str"),
-    ([[{"w": "a"}], 5], r"sequence 1 \(X\[1\]\) is an object of type int"),
+    ([[{"w": "a"}], "abc"], r"sequence 1 \(X\[1\]\) is str 'abc'"),
+    ([[{"w": "a"}], 5], r"sequence 1 \(X\[1\]\) is int 5"),
     ([[{"w": "a"}], np.ones((2, 2))], r"mixes .*sequence 0.* \(e.g. sequence 1\)"),
     ([np.ones((2, 2)), [], [{"w": "a"}]], r"mixes .*sequence 2.*sequence 0"),
 ])
@@ -496,8 +496,8 @@ def test_invalid_X_structure(X, pattern):
 
 
 @pytest.mark.parametrize("tok,pattern", [
-    ("w=a", r"expected a dict of features, got an object of type str"),
-    (["w=a"], r"expected a dict of features, got an object of type list"),
+    ("w=a", r"expected a dict of features, got str 'w=a'"),
+    (["w=a"], r"expected a dict of features, got list \['w=a'\]"),
     (np.ones(3), r"expected a dict of features, got a 1-D numpy array"),
     ({1: "a"}, r"feature key 1 is int; feature keys must be str"),
     ({("a",): 1.0}, r"feature key \('a',\) is tuple"),

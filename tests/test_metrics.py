@@ -544,3 +544,12 @@ def test_sequence_scorers_in_cross_validate():
     heads_right = [[0] + [1] * (len(s) - 1) for s in X]
     res = cross_validate(LeftHeadParser(), X, heads_right, scoring=make_scorer(uas), cv=4)
     assert np.all(res["test_score"] < 1.0)
+
+
+def test_hamming_loss_names_the_bad_entry_of_sparse_input():
+    bad = sp.csr_matrix(np.array([[0, 0, 1], [0, 3, 0]]))
+    with pytest.raises(ValueError, match=r"Y_true must be a binary.*Y_true\[1, 1\] = 3"):
+        hamming_loss(bad, np.zeros((2, 3)))
+    nan = sp.csr_matrix(np.array([[0.0, 1.0], [np.nan, 0.0]]))
+    with pytest.raises(ValueError, match=r"NaN at Y_pred\[1, 0\]"):
+        hamming_loss(np.zeros((2, 2)), nan)

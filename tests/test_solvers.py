@@ -223,3 +223,36 @@ def test_thread_map_matches_serial_map_and_does_not_nest():
     out = thread_map(inner, items, 2)
     assert all(name.startswith("structlearn-") for name, _ in out)
     assert [r for _, r in out] == [[x, x] for x in items]
+
+
+def test_fit_and_predict_run_blas_on_at_most_n_jobs_threads(monkeypatch):
+    """The fixed-size estimators' matrix products run inside
+    ``blas_threads(n_jobs)``, which caps BLAS at ``n_jobs`` threads (one by
+    default)."""
+    from threadpoolctl import threadpool_info
+
+    import structlearn.estimators._base as base
+    from structlearn import MultiLabelClassifier
+    from structlearn.solvers import blas_threads
+
+    def blas_counts():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    with blas_threads(None):
+        assert blas_counts() and all(n == 1 for n in blas_counts())
+    with blas_threads(2):
+        assert all(n <= 2 for n in blas_counts())
+
+    seen = []
+    real = base.blas_threads
+
+    def recording(n_jobs):
+        seen.append(n_jobs)
+        return real(n_jobs)
+
+    monkeypatch.setattr(base, "blas_threads", recording)
+    rng = np.random.RandomState(0)
+    X, Y = rng.randn(40, 3), (rng.rand(40, 3) > 0.5).astype(int)
+    est = MultiLabelClassifier(loss="crf", n_jobs=2, max_iter=5).fit(X, Y)
+    est.predict(X)
+    assert seen == [2, 2]   # once around the solver, once around the scores

@@ -6,9 +6,8 @@ import numpy as np
 from sklearn.base import ClassifierMixin, MultiOutputMixin
 from sklearn.utils.metaestimators import available_if
 
-from .._validation import as_target_array, index_str
+from .._validation import check_indicator_matrix, check_sample_weight
 from ..losses import CRF, Projection, SparseMAP
-from ..metrics import _check_sample_weight
 from ..structures import Knapsack, UnitCube
 from ._base import StructuredLinearModel
 
@@ -19,38 +18,6 @@ def _has_marginals(est):
         from ..losses import get_loss
         loss = get_loss(est.loss)
     return isinstance(loss, (CRF, SparseMAP, Projection))
-
-
-def check_indicator_matrix(y, n_samples):
-    """Y as a 2-D 0/1 indicator array (dense or sparse input) of
-    ``n_samples`` rows; the first bad entry is named ``Y[i, j]``."""
-    Y = as_target_array(y, "Y", "a 2-D 0/1 indicator matrix (n_samples, n_labels)",
-                        allow_sparse=True)
-    if Y.dtype.kind == "f":
-        nonfinite = ~np.isfinite(Y)
-        if nonfinite.any():
-            idx = tuple(np.argwhere(nonfinite)[0])
-            raise ValueError(f"Y contains {'NaN' if np.isnan(Y[idx]) else 'an infinite value'}"
-                             f" at Y{index_str(idx)}; Y must be a 0/1 indicator matrix.")
-        frac = Y != np.round(Y)
-        if frac.any():   # the wording scikit-learn's estimator checks expect
-            idx = tuple(np.argwhere(frac)[0])
-            raise ValueError(f"Unknown label type: continuous (Y{index_str(idx)} = "
-                             f"{Y[idx].item()!r}). Y must be a 0/1 indicator matrix.")
-    if Y.ndim != 2:
-        raise ValueError(f"Y must be a 2-D indicator matrix (n_samples, n_labels), "
-                         f"got shape {Y.shape}.")
-    if Y.shape[0] != n_samples:
-        raise ValueError(f"X has {n_samples} samples but Y has {Y.shape[0]} rows.")
-    if Y.shape[1] < 1:
-        raise ValueError("Y has no label columns.")
-    if Y.dtype.kind not in "biuf":
-        raise ValueError(f"Y must be numeric 0/1, got dtype {Y.dtype}.")
-    bad = ~((Y == 0) | (Y == 1))
-    if bad.any():
-        i, j = np.argwhere(bad)[0]
-        raise ValueError(f"Y must contain only 0 and 1; Y[{i}, {j}] = {Y[i, j].item()!r}.")
-    return Y
 
 
 class MultiLabelClassifier(MultiOutputMixin, ClassifierMixin, StructuredLinearModel):
@@ -103,7 +70,7 @@ class MultiLabelClassifier(MultiOutputMixin, ClassifierMixin, StructuredLinearMo
         self.max_labels = max_labels
 
     def _prepare_targets(self, y, n_samples):
-        Y = check_indicator_matrix(y, n_samples)
+        Y = check_indicator_matrix(y, "Y", n_samples)
         k = Y.shape[1]
         lo, hi = self.min_labels, self.max_labels
         if not isinstance(lo, numbers.Integral) or lo < 0:
@@ -147,9 +114,9 @@ class MultiLabelClassifier(MultiOutputMixin, ClassifierMixin, StructuredLinearMo
         """Subset accuracy (all labels right)."""
         from sklearn.metrics import accuracy_score
         pred = self.predict(X)
-        Y = check_indicator_matrix(y, len(pred))
+        Y = check_indicator_matrix(y, "Y", len(pred))
         if Y.shape[1] != self.n_labels_:
             raise ValueError(f"Y has {Y.shape[1]} labels (columns) but the model was "
                              f"fitted on {self.n_labels_} (n_labels_).")
-        w = _check_sample_weight(sample_weight, len(pred))
+        w = check_sample_weight(sample_weight, len(pred))
         return float(accuracy_score(Y.astype(np.int64), pred, sample_weight=w))

@@ -6,9 +6,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
-from .._validation import as_target_array
+from .._validation import as_target_array, check_sample_weight
 from ..losses import CRF, Projection, SparseMAP
-from ..metrics import _check_sample_weight
 from ..structures import OrderSimplex
 from ._base import StructuredLinearModel
 
@@ -175,6 +174,6 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
             except (KeyError, TypeError):
                 raise ValueError(f"y has a label unseen in training at position {i}: "
                                  f"{label!r}; classes are {self.classes_.tolist()}.") from None
-        w = _check_sample_weight(sample_weight, len(pos))
+        w = check_sample_weight(sample_weight, len(pos))
         pred = np.searchsorted(self.classes_, pred)
         return -float(np.average(np.abs(pred - pos), weights=w))

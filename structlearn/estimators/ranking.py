@@ -1,47 +1,8 @@
 """Label ranking."""
 
-import numpy as np
-
-from .._validation import as_target_array
+from .._validation import check_rank_matrix
 from ..structures import Birkhoff, Permutahedron
 from ._base import StructuredLinearModel
-
-
-def check_rankings(Y, n_samples=None, name="y"):
-    """Validate a matrix of rank vectors (row i: ranks of the labels, 1 = best).
-
-    Returns an int64 array; raises a ValueError naming the first bad row.
-    """
-    Y = as_target_array(Y, name, "a 2-D array of rank vectors (n_samples, n_labels)")
-    if Y.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array of rank vectors "
-                         f"(n_samples, n_labels), got shape {Y.shape}.")
-    if n_samples is not None and Y.shape[0] != n_samples:
-        raise ValueError(f"X has {n_samples} samples but {name} has {Y.shape[0]} rows.")
-    if Y.shape[0] == 0:
-        raise ValueError(f"{name} has no rows: at least one ranking is needed.")
-    if Y.shape[1] < 2:
-        raise ValueError(f"label ranking needs at least 2 labels, got {Y.shape[1]}.")
-    if not np.issubdtype(Y.dtype, np.number) or np.issubdtype(Y.dtype, np.complexfloating):
-        raise ValueError(f"{name} must contain integer ranks, got dtype {Y.dtype}.")
-    if not np.all(np.isfinite(Y)):
-        bad = int(np.argwhere(~np.isfinite(Y))[0, 0])
-        raise ValueError(f"{name} has a non-finite rank in row {bad}.")
-    if np.any(Y != np.round(Y)):
-        bad = int(np.argwhere(Y != np.round(Y))[0, 0])
-        raise ValueError(f"{name} row {bad} has non-integer ranks: {Y[bad].tolist()}.")
-    k = Y.shape[1]
-    out = (Y < 1) | (Y > k)
-    if out.any():
-        bad = int(np.argwhere(out)[0, 0])
-        raise ValueError(f"{name} row {bad} has ranks out of range 1..{k}: {Y[bad].tolist()}.")
-    Yi = Y.astype(np.int64)
-    ok = np.all(np.sort(Yi, axis=1) == np.arange(1, k + 1)[None, :], axis=1)
-    if not ok.all():
-        bad = int(np.argmin(ok))
-        raise ValueError(f"{name} row {bad} is not a permutation of 1..{k} "
-                         f"(ties and partial rankings are not supported): {Yi[bad].tolist()}.")
-    return Yi
 
 
 class LabelRanker(StructuredLinearModel):
@@ -119,7 +80,7 @@ class LabelRanker(StructuredLinearModel):
         if self.polytope not in ("permutahedron", "birkhoff"):
             raise ValueError(f"polytope must be 'permutahedron' or 'birkhoff', "
                              f"got {self.polytope!r}.")
-        Y = check_rankings(y, n_samples)
+        Y = check_rank_matrix(y, "y", n_samples)
         k = Y.shape[1]
         st = Permutahedron(k) if self.polytope == "permutahedron" else Birkhoff(k)
         return Y, st, {"n_labels_": k}
@@ -148,7 +109,7 @@ class LabelRanker(StructuredLinearModel):
         """Mean Kendall's tau between predicted and true rank vectors."""
         from ..metrics import kendall_tau
         pred = self.predict(X)
-        Y = check_rankings(y, n_samples=len(pred), name="y")
+        Y = check_rank_matrix(y, "y", n_samples=len(pred))
         if Y.shape[1] != self.n_labels_:
             raise ValueError(f"y has {Y.shape[1]} labels (columns) but the model was fitted "
                              f"on {self.n_labels_} (n_labels_).")
