@@ -18,8 +18,11 @@ development set).  Both L-BFGS implementations stop by the same rule
 averaged perceptrons run the same number of epochs.
 
 Timing: all models run one after another **in this process** on the same
-data (so the time ratios are side by side); structlearn uses ``n_jobs``
-threads (default 2); prediction time is the best of 3 runs.  Peak memory
+data (so the time ratios are side by side), after a warm-up fit of every
+model on 20 sentences (Numba's one-off loading of its kernels is not
+timed); with ``--repeat N`` every model is fitted N times, interleaved, and
+the table gives the median fit and each repeat's ratio; structlearn uses
+``n_jobs`` threads (default 2); prediction time is the best of 3 runs.  Peak memory
 (``--memory``): each of the CRF and perceptron pairs is refit in a fresh
 subprocess, which reports the growth of its peak RSS during fit (data
 loading and a 20-sentence warm-up fit excluded: Numba loads its kernels
@@ -156,6 +159,14 @@ def run_one(name, lib, make, data, task):
     return row
 
 
+def _median_row(runs):
+    """The run of median fit time, with every run's fit time in ``fit_runs``."""
+    fits = [r["fit_s"] for r in runs]
+    row = dict(sorted(runs, key=lambda r: r["fit_s"])[(len(runs) - 1) // 2])
+    row["fit_runs"] = " / ".join(f"{f:.1f}" for f in fits)
+    return row
+
+
 def memory_child(task, name, quick, n_jobs, n_train=None):
     """Fit one model in this (fresh) process; print its peak-RSS growth."""
     data = load(task, quick, n_train)
@@ -196,6 +207,9 @@ def main():
     ap.add_argument("--quick", action="store_true", help="1,000 training sentences; print only")
     ap.add_argument("--models", default=None, help="comma-separated subset")
     ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="fit every model this many times (interleaved); the table "
+                         "gives the median fit time and the per-repeat fit ratios")
     ap.add_argument("--n-train", type=int, default=None,
                     help="train on the first N sentences only (full test set)")
     ap.add_argument("--memory", action="store_true",
@@ -217,12 +231,23 @@ def main():
         names = [n for n in names if n not in ("hinge-slack",)] if args.models is None else names
     print(f"{args.task}: {len(data[0])} training / {len(data[2])} test sequences, "
           f"{sum(map(len, data[0]))} training tokens")
-    rows = []
-    for name in names:
-        lib, make = table[name]
-        row = run_one(name, lib, make, data, args.task)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+    # warm up (both libraries) on a few sentences: Numba loads its kernels
+    # and LLVM on first use -- a one-off per process (and a compilation per
+    # environment, see results/compile.md) that is not the fit being timed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in names:
+            table[name][1]().fit(data[0][:20], data[1][:20])
+    runs = {name: [] for name in names}
+    for rep in range(args.repeat):
+        # every model once per repeat, in the same order: the runs of a
+        # pair are adjacent in time, so their per-repeat ratios are paired
+        for name in names:
+            lib, make = table[name]
+            row = run_one(name, lib, make, data, args.task)
+            runs[name].append(row)
+            print(json.dumps(row), flush=True)
+    rows = [_median_row(runs[name]) for name in names]
     if args.memory:
         for name in [n for n in names if n in ("crfsuite lbfgs", "crf", "crfsuite ap",
                                                 "perceptron") or "hash" in n]:
@@ -263,11 +288,16 @@ def _merge_previous(path, rows):
                   if r["model"] in order else len(order))
 
 
+def _fit_cell(row):
+    runs = str(row.get("fit_runs") or "")
+    return f"{row['fit_s']:.1f}" + (f" ({runs})" if " / " in runs else "")
+
+
 def write_report(args, rows):
     RESULTS.mkdir(exist_ok=True)
     stem = f"sequence_{args.task}" + (f"_n{args.n_train}" if args.n_train else "")
     rows = _merge_previous(RESULTS / f"{stem}.csv", rows)
-    fields = ["task", "model", "library", "fit_s", "predict_s", "accuracy", "f1",
+    fields = ["task", "model", "library", "fit_s", "fit_runs", "predict_s", "accuracy", "f1",
               "iterations", "n_params", "support_mean", "support_1", "peak_growth_mb",
               "warnings"]
     write_csv(RESULTS / f"{stem}.csv", rows, fields)
@@ -278,8 +308,16 @@ def write_report(args, rows):
             return f"{by[a][key] / by[b][key]:.2f}"
         return "n/a"
 
+    def paired(a, b):
+        """Fit-time ratios of each repeat (the pair ran side by side)."""
+        ra, rb = (str(by.get(m, {}).get("fit_runs", "")).split(" / ") for m in (a, b))
+        if len(ra) < 2 or len(ra) != len(rb) or "" in ra + rb:
+            return ""
+        return " / ".join(f"{float(x) / float(y):.2f}" for x, y in zip(ra, rb))
+
     chunking = args.task == "conll2000"
-    header = ["model", "library"] + (["span F1"] if chunking else []) + ["token acc", "fit (s)",
+    header = ["model", "library"] + (["span F1"] if chunking else []) + ["token acc",
+              "fit (s): median (each repeat)",
               "predict (s)", "iterations", "parameters", "SparseMAP support (mean / % single)",
               "peak fit memory growth (MB)"]
     body = []
@@ -289,18 +327,19 @@ def write_report(args, rows):
         body.append([r["model"], r["library"]]
                     + ([f"{100 * r['f1']:.2f}"] if chunking else [])
                     + [f"{100 * r['accuracy']:.2f}",
-                     f"{r['fit_s']:.1f}", f"{r['predict_s']:.2f}", str(r["iterations"]),
+                     _fit_cell(r), f"{r['predict_s']:.2f}", str(r["iterations"]),
                      str(r["n_params"]), sup, str(r.get("peak_growth_mb", ""))])
     ratios = [
         ["crf / crfsuite lbfgs", ratio("crf", "crfsuite lbfgs", "fit_s"),
-         ratio("crf", "crfsuite lbfgs", "predict_s"),
+         paired("crf", "crfsuite lbfgs"), ratio("crf", "crfsuite lbfgs", "predict_s"),
          ratio("crf", "crfsuite lbfgs", "peak_growth_mb")],
         ["perceptron / crfsuite ap", ratio("perceptron", "crfsuite ap", "fit_s"),
-         ratio("perceptron", "crfsuite ap", "predict_s"),
+         paired("perceptron", "crfsuite ap"), ratio("perceptron", "crfsuite ap", "predict_s"),
          ratio("perceptron", "crfsuite ap", "peak_growth_mb")],
     ]
     cmd = "python benchmarks/bench_sequence.py --task " + args.task + \
         (" --memory" if args.memory else "") + \
+        (f" --repeat {args.repeat}" if args.repeat > 1 else "") + \
         (f" --n-train {args.n_train}" if args.n_train else "")
     title = args.task + (f", first {args.n_train} training sentences" if args.n_train else "")
     text = [f"# Sequence tagging benchmark: {title}", "",
@@ -309,7 +348,8 @@ def write_report(args, rows):
             md_table(header, body), ""]
     if any(r["library"] == "crfsuite" for r in rows):
         text += ["Ratios (structlearn / peer, side by side):", "",
-                 md_table(["pair", "fit time", "predict time", "peak memory growth"], ratios),
+                 md_table(["pair", "fit time (medians)", "fit time, each repeat", "predict time",
+                           "peak memory growth"], ratios),
                  ""]
     else:
         text += ["(No peer in this run: see sequence_conll2000.md for the CRFsuite "

@@ -178,6 +178,38 @@ def test_chain_problem_gradient_matches_finite_differences(support):
     np.testing.assert_allclose(pb.value_and_grad(z_other, idx)[0], v3, rtol=1e-12)
 
 
+class _GenericCRF(CRF):
+    """The CRF loss, but not of type CRF: the chain problem then takes the
+    generic path (batch scores, the loss object, reduced gradient)."""
+
+
+@pytest.mark.parametrize("support", ["observed", "all"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("scale", [1.0, 1e4])
+def test_fused_crf_pass_equals_the_generic_path(support, fit_intercept, scale):
+    # the fused per-sequence CRF kernel (chain_crf_value_grad) against the
+    # loss object on batch scores; scale 1e4 sends sequences to the
+    # log-space fallback of forward-backward
+    from structlearn.feature_extraction import TokenVectorizer
+
+    est, X, y = toy_problem("crf", support=support, fit_intercept=fit_intercept)
+    X, y = X + [[{"w": "a", "x": 2.5}]], y + [[1]]  # a one-token sequence
+    Xtok, tok_off = TokenVectorizer().fit_transform(X)
+    flat = np.concatenate([np.asarray(s) for s in y])
+    sup = est._make_support(Xtok.indptr, Xtok.indices, Xtok.shape[1], flat, 3)
+    for n_jobs in (1, 2):
+        fused = ChainProblem(Xtok, tok_off, flat, 3, *sup, CRF(), fit_intercept, n_jobs)
+        generic = ChainProblem(Xtok, tok_off, flat, 3, *sup, _GenericCRF(), fit_intercept,
+                               n_jobs)
+        z = scale * np.random.RandomState(n_jobs).randn(fused.n_params)
+        for idx in (None, np.array([0, 5, 5, 12])):
+            v1, g1 = fused.value_and_grad(z, idx)
+            v2, g2 = generic.value_and_grad(z, idx)
+            np.testing.assert_allclose(v1, v2, rtol=1e-11, atol=1e-9 * scale)
+            np.testing.assert_allclose(g1, g2, rtol=1e-11, atol=1e-11)
+            assert np.all(v1 >= 0)
+
+
 # ------------------------------------------------------------------ estimator
 def test_tagger_learns_a_toy_task_with_every_loss():
     _, X, y = toy_problem("crf")

@@ -11,6 +11,7 @@ from .._validation import check_row_norms, check_solution, describe
 from ..feature_extraction import TokenVectorizer, _Encoded, _where
 from ..kernels.linear import (
     chain_assemble_scores,
+    chain_crf_value_grad,
     chain_reduce_grad,
     observed_support,
     narrow_dtype,
@@ -22,7 +23,7 @@ from ..kernels.linear import (
     support_param_ids,
     support_scores,
 )
-from ..losses import get_loss
+from ..losses import CRF, get_loss
 from ..solvers import n_workers, thread_map
 from ..structures.base import SupportCache
 from ..structures.chain import Chain
@@ -256,6 +257,31 @@ class ChainProblem:
             g[S + K * K + 2 * K:] += GU.sum(axis=0)
         return vals
 
+    def _crf_group_value_and_grad(self, z, batches):
+        """:meth:`_group_value_and_grad` of the CRF loss, fused per sequence
+        (:func:`~structlearn.kernels.linear.chain_crf_value_grad`: the same
+        numbers as the generic path, without batch-sized score and marginal
+        arrays, and with each weight beside its gradient)."""
+        w, trans, start, end, bias = self.unpack(z)
+        K, S = self.K, self.n_support
+        wg = np.empty(2 * S)
+        wg[0::2] = w
+        wg[1::2] = 0.0
+        rest = np.zeros(K * K + 3 * K)
+        trans = np.ascontiguousarray(trans)
+        vals = []
+        for batch in batches:
+            tk = batch.tokens
+            vals.append(chain_crf_value_grad(batch.indptr, tk.nz_start, tk.nz_len, tk.data,
+                                             self.sup_label, wg, trans, start, end, bias,
+                                             batch.tok_off, batch.y, rest))
+        g = np.zeros(self.n_params)
+        g[:S] = wg[1::2]
+        g[S:S + K * K + 2 * K] = rest[:K * K + 2 * K]
+        if self.fit_intercept:
+            g[S + K * K + 2 * K:] = rest[K * K + 2 * K:]
+        return np.concatenate(vals), g
+
     def params_of(self, idx):
         """Parameters read by the scores of sequences ``idx`` (with repeats):
         the support weights of their tokens' features, and every transition,
@@ -287,6 +313,8 @@ class ChainProblem:
             np.concatenate([gv, tail[nz]])
 
     def _group_value_and_grad(self, z, batches):
+        if type(self.loss) is CRF:
+            return self._crf_group_value_and_grad(z, batches)
         g = np.zeros(self.n_params)
         vals = [self._batch_value_and_grad(z, b, g) for b in batches]
         return np.concatenate(vals), g

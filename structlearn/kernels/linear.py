@@ -23,6 +23,9 @@ and their gradients are summed back.
 import numpy as np
 from numba import njit
 
+from .chain import (_add_encoding, _fb_logspace_seq, _fb_scaled_seq, _fb_scaled_work,
+                    _score_seq, max_length)
+
 
 @njit(cache=True, nogil=True)
 def support_entries(indices, sup_ptr, nz_start, nz_len):
@@ -38,6 +41,46 @@ def support_entries(indices, sup_ptr, nz_start, nz_len):
 
 
 @njit(cache=True, nogil=True)
+def _add_row_scores(j0, j1, nz_start, nz_len, data, sup_label, w, stride, out, o):
+    """``out[o + k] += x_j w[stride * s]`` over the stored entries ``j0..j1-1``
+    of one row and the support entries ``s`` of their features (labels
+    ``k = sup_label[s]``).
+
+    The support loop indexes with unsigned integers, for which Numba emits
+    no negative-index wraparound (a third of the loop's time).  ``stride``
+    2 reads weights stored beside their gradients
+    (:func:`chain_crf_value_grad`).
+    """
+    binary = len(data) == 0
+    one = np.uint64(1)
+    step = np.uint64(stride)
+    for j in range(j0, j1):
+        s = np.uint64(nz_start[j])
+        s_end = s + np.uint64(nz_len[j])
+        x = 1.0 if binary else data[j]
+        while s < s_end:
+            out[o + np.uint64(sup_label[s])] += x * w[step * s]
+            s += one
+
+
+@njit(cache=True, nogil=True)
+def _add_row_grad(j0, j1, nz_start, nz_len, data, sup_label, G, o, g, stride, offset):
+    """``g[stride * s + offset] += x_j G[o + sup_label[s]]``: the gradient of
+    :func:`_add_row_scores` for the row-gradient ``G[o:o + K]``."""
+    binary = len(data) == 0
+    one = np.uint64(1)
+    step = np.uint64(stride)
+    off = np.uint64(offset)
+    for j in range(j0, j1):
+        s = np.uint64(nz_start[j])
+        s_end = s + np.uint64(nz_len[j])
+        x = 1.0 if binary else data[j]
+        while s < s_end:
+            g[step * s + off] += x * G[o + np.uint64(sup_label[s])]
+            s += one
+
+
+@njit(cache=True, nogil=True)
 def support_scores(indptr, nz_start, nz_len, data, sup_label, w, n_labels):
     """``U`` (n_rows, n_labels) for CSR rows and support-restricted weights.
 
@@ -47,50 +90,33 @@ def support_scores(indptr, nz_start, nz_len, data, sup_label, w, n_labels):
     ``sup_label`` may be any integer dtype (see :func:`narrow_ints`).
     """
     n = len(indptr) - 1
-    U = np.zeros((n, n_labels))
-    binary = len(data) == 0
+    U = np.zeros(n * n_labels)
     for t in range(n):
-        u = U[t]
-        for j in range(indptr[t], indptr[t + 1]):
-            s0 = nz_start[j]
-            if binary:
-                for s in range(s0, s0 + nz_len[j]):
-                    u[sup_label[s]] += w[s]
-            else:
-                x = data[j]
-                for s in range(s0, s0 + nz_len[j]):
-                    u[sup_label[s]] += x * w[s]
-    return U
+        _add_row_scores(indptr[t], indptr[t + 1], nz_start, nz_len, data, sup_label, w, 1,
+                        U, np.uint64(t * n_labels))
+    return U.reshape((n, n_labels))
 
 
 @njit(cache=True, nogil=True)
 def support_grad(indptr, nz_start, nz_len, data, sup_label, G, g):
-    """Add to ``g`` the gradient in ``w`` of ``sum_{t,k} G[t, k] U[t, k]``.
+    """Add to ``g`` the gradient in ``w`` of ``sum_{t,k} G[t, k] U[t, k]``
+    (``G`` C-contiguous).
 
     Rows of ``G`` that are all zero are skipped (a perceptron or hinge
     gradient is zero at every correctly predicted token).
     """
     n = len(indptr) - 1
     K = G.shape[1]
-    binary = len(data) == 0
+    Gf = G.reshape(-1)
     for t in range(n):
-        Gt = G[t]
         nonzero = False
         for k in range(K):
-            if Gt[k] != 0.0:
+            if G[t, k] != 0.0:
                 nonzero = True
                 break
-        if not nonzero:
-            continue
-        for j in range(indptr[t], indptr[t + 1]):
-            s0 = nz_start[j]
-            if binary:
-                for s in range(s0, s0 + nz_len[j]):
-                    g[s] += Gt[sup_label[s]]
-            else:
-                x = data[j]
-                for s in range(s0, s0 + nz_len[j]):
-                    g[s] += x * Gt[sup_label[s]]
+        if nonzero:
+            _add_row_grad(indptr[t], indptr[t + 1], nz_start, nz_len, data, sup_label, Gf,
+                          np.uint64(t * K), g, 1, 0)
 
 
 @njit(cache=True, nogil=True)
@@ -312,3 +338,80 @@ def observed_support(indptr, indices, y, n_features, n_labels):
                 sup_label[s] = k
                 s += 1
     return sup_ptr, sup_label
+
+
+@njit(cache=True, nogil=True)
+def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, start,
+                         end, bias, tok_off, y, g_rest):
+    """CRF losses of a chain batch and their summed gradient, one sequence
+    at a time.
+
+    The same computation as scoring the batch (:func:`support_scores`,
+    :func:`chain_assemble_scores`), running :class:`structlearn.losses.CRF`
+    on it (forward-backward of :mod:`structlearn.kernels.chain`) and
+    reducing the gradient (:func:`chain_reduce_grad`, :func:`support_grad`),
+    but each sequence's scores and marginals live in one small block that
+    stays in cache, instead of batch-sized arrays that go through memory
+    three times.  The forward-backward recursions are the chain kernels'
+    own (:func:`~structlearn.kernels.chain._fb_scaled_seq`, with the
+    log-space fallback).
+
+    ``wg`` (``2 * n_support``) holds support weight ``s`` at ``2 s``; the
+    gradient in it is added at ``2 s + 1``.  Side by side, a weight and its
+    gradient share a cache line, which the gradient pass of a sequence
+    then finds in cache after its scoring pass (the supports of the word
+    features are scattered at random over the weights: separate arrays
+    cost one more cache miss per entry, ~15% of an evaluation on
+    CoNLL-2000).  The gradient in ``[transitions (K*K), start (K), end (K),
+    bias (K)]`` is added to ``g_rest``.  Returns the per-sequence losses
+    ``max(log Z - s(y), 0)``.
+    """
+    n = len(tok_off) - 1
+    K = len(bias)
+    Lmax = max_length(tok_off)
+    theta = np.empty(Lmax * K + K * K + 2 * K)
+    mu = np.empty(Lmax * K + K * K + 2 * K)
+    work = _fb_scaled_work(Lmax, K)
+    vals = np.empty(n)
+    KK = K * K
+    o_b = KK + 2 * K
+    # a sequence of length L has its block at base = (Lmax - L) K: the
+    # transition, start and end scores then sit at the same place for every
+    # sequence (written once; the scaled recursions reuse their exponentials)
+    tr = Lmax * K
+    for a in range(K):
+        for b in range(K):
+            theta[tr + a * K + b] = trans[a, b]
+    for k in range(K):
+        theta[tr + KK + k] = start[k]
+        theta[tr + KK + K + k] = end[k]
+    for i in range(n):
+        t0 = tok_off[i]
+        L = tok_off[i + 1] - t0
+        base = (Lmax - L) * K
+        # -- unary scores of this sequence
+        for j in range(base, tr):
+            theta[j] = 0.0
+        for t in range(L):
+            u = base + t * K
+            _add_row_scores(indptr[t0 + t], indptr[t0 + t + 1], nz_start, nz_len, data,
+                            sup_label, wg, 2, theta, np.uint64(u))
+            for k in range(K):
+                theta[u + k] += bias[k]
+        # -- marginals (scaled recursions; log space when they cannot be used)
+        ok, lz = _fb_scaled_seq(theta, base, L, K, mu, work)
+        if not ok:
+            lz = _fb_logspace_seq(theta, base, L, K, mu)
+        v = lz - _score_seq(theta, base, L, K, y, t0)
+        vals[i] = v if v > 0.0 else 0.0
+        # -- gradient: marginals minus the gold encoding
+        _add_encoding(y, t0, L, K, mu, base, -1.0)
+        for t in range(L):
+            u = base + t * K
+            for k in range(K):
+                g_rest[o_b + k] += mu[u + k]
+            _add_row_grad(indptr[t0 + t], indptr[t0 + t + 1], nz_start, nz_len, data,
+                          sup_label, mu, np.uint64(u), wg, 2, 1)
+        for j in range(KK + 2 * K):
+            g_rest[j] += mu[tr + j]
+    return vals
