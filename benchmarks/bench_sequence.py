@@ -343,7 +343,9 @@ def write_report(args, rows):
         (f" --n-train {args.n_train}" if args.n_train else "")
     title = args.task + (f", first {args.n_train} training sentences" if args.n_train else "")
     text = [f"# Sequence tagging benchmark: {title}", "",
-            f"Command: `{cmd}` (n_jobs={args.n_jobs}).", "",
+            f"Command of the last run: `{cmd}` (n_jobs={args.n_jobs}), with `--models` "
+            "naming the rows it re-ran; the other rows are kept from earlier runs (a fit "
+            "column with several times comes from a `--repeat` run).", "",
             "Machine: " + ", ".join(f"{k} {v}" for k, v in machine_info().items()), "",
             md_table(header, body), ""]
     if any(r["library"] == "crfsuite" for r in rows):

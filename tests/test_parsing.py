@@ -1,5 +1,7 @@
 """DependencyParser and the arc features."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -251,10 +253,20 @@ def test_every_loss_learns_the_toy_grammar_and_predicts_trees(loss):
 
 def test_projective_and_multi_root_options(ewt):
     X, y, Xt, yt = ewt
-    est = DependencyParser(loss="perceptron", projective=True, max_iter=2,
-                           random_state=0).fit(X[:200], y[:200])
+    n_nonproj = sum(not is_projective(h) for h in y[:200])
+    assert n_nonproj > 0
+    est = DependencyParser(loss="perceptron", projective=True, max_iter=2, random_state=0)
+    with pytest.warns(UserWarning, match=f"{n_nonproj} of 200 training trees are "
+                                         "non-projective"):
+        est.fit(X[:200], y[:200])
     pred = est.predict(Xt[:100])
     assert all(is_tree(h, True) and is_projective(h) for h in pred)
+    # projective gold trees, or projective=False: no warning
+    proj = [i for i in range(200) if is_projective(y[i])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        est.fit([X[i] for i in proj], [y[i] for i in proj])
+        DependencyParser(loss="perceptron", max_iter=2, random_state=0).fit(X[:200], y[:200])
     est = DependencyParser(loss="perceptron", single_root=False, max_iter=2,
                            random_state=0).fit(X[:200], y[:200])
     assert all(is_tree(h, single_root=False) for h in est.predict(Xt[:100]))

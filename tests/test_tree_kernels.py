@@ -34,6 +34,7 @@ from structlearn.kernels.tree import (
     matrix_tree,
     mst_heads,
     poslearn_violators_batch,
+    projective_trees,
     score_heads_batch,
     second_best_batch,
     second_best_tree,
@@ -521,3 +522,33 @@ def test_validate_heads_errors(heads_list, single_root, pattern):
 
 def test_validate_heads_several_roots_allowed():
     validate_heads([[0, 0, 1]], single_root=False)
+
+
+def _projective_by_descent(heads):
+    """Every word between a head and its modifier descends from the head
+    (the other characterisation of projectivity; root = 0)."""
+    def descends(w, h):
+        while w != 0:
+            if w == h:
+                return True
+            w = heads[w - 1]
+        return h == 0
+    for m, h in enumerate(heads, start=1):
+        for w in range(min(h, m) + 1, max(h, m)):
+            if not descends(w, h):
+                return False
+    return True
+
+
+def test_projective_trees_matches_the_descendant_definition():
+    # every tree of up to 5 words (multi-root, so single-root ones too), in
+    # one ragged batch: 1 + 3 + 16 + 125 + 1296 trees, of which the
+    # non-projective ones appear from 3 words on
+    batch = [t for n in range(1, 6) for t in all_trees(n, False, False)]
+    word_off = np.concatenate([[0], np.cumsum([len(t) for t in batch])]).astype(np.int64)
+    got = projective_trees(np.concatenate(batch).astype(np.int64), word_off)
+    want = np.array([_projective_by_descent(list(t)) for t in batch])
+    assert_array_equal(got, want)
+    assert 0 < (~want).sum() < len(batch)
+    n_proj = sum(len(all_trees(n, False, True)) for n in range(1, 6))
+    assert got.sum() == n_proj

@@ -1,6 +1,7 @@
 """Dependency parsing: first-order arc-factored models with any structured loss."""
 
 import time
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -9,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import as_array, check_int, check_solution, describe
 from ..feature_extraction import ArcVectorizer, check_sentences
 from ..kernels.arcs import arc_grad, arc_grad_entries, arc_scores
-from ..kernels.tree import tree_arc_offsets, validate_heads
+from ..kernels.tree import projective_trees, tree_arc_offsets, validate_heads
 from ..losses import get_loss
 from ..metrics import uas
 from ..solvers import n_workers, thread_map
@@ -238,6 +239,10 @@ class DependencyParser(StructuredLinearModel):
     alpha : float, default=1e-5
         L2 penalty of the mean loss, ``alpha/2 ||w||^2``.
     projective : bool, default=False
+        Decode (Eisner) and normalise over projective trees only.  ``fit``
+        warns when training trees are non-projective: they lie outside that
+        set, so their losses cannot vanish (projectivize them first, or keep
+        ``projective=False``).
     single_root : bool, default=True
         Exactly one word attaches to the root (the UD convention).
     solver, max_iter, tol, decoding, random_state, n_jobs, verbose, warm_start
@@ -334,6 +339,17 @@ class DependencyParser(StructuredLinearModel):
         heads, word_off = _check_heads_input(X, y, self.single_root)
         loss.check(Tree(np.array([0, 1]), single_root=self.single_root,
                         projective=self.projective))
+        if self.projective:
+            proj = projective_trees(heads, word_off)
+            if not proj.all():
+                bad = np.flatnonzero(~proj)
+                warnings.warn(
+                    f"{len(bad)} of {len(proj)} training trees are non-projective "
+                    f"(the first: sentence {bad[0]}), but projective=True decodes and "
+                    "normalises over projective trees only: these gold trees lie outside "
+                    "that set, so the model cannot reproduce them and their losses do not "
+                    "vanish. Use projective=False, or projectivize the training trees.",
+                    UserWarning, stacklevel=3)
         if warm:
             vec = self.vectorizer_
             A, _ = vec.transform(X)

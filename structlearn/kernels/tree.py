@@ -152,6 +152,36 @@ def tree_score(S, heads):
     return _tree_score(S, heads, 0)
 
 
+@njit(cache=True, nogil=True)
+def projective_trees(heads, word_off):
+    """Which trees of a batch are projective (boolean array, one per sentence).
+
+    A tree is projective when no two of its arcs cross, the root arc
+    included (the root is position 0, left of every word): arcs spanning
+    ``[a1, b1]`` and ``[a2, b2]`` cross when ``a1 < a2 < b1 < b2``.  This is
+    the set Eisner's algorithm searches (``projective=True``); it equals
+    "every word between a head and its modifier descends from the head".
+    ``O(n^2)`` per sentence.
+    """
+    n_sent = len(word_off) - 1
+    out = np.ones(n_sent, dtype=np.bool_)
+    for i in range(n_sent):
+        o = word_off[i]
+        n = word_off[i + 1] - o
+        for m1 in range(1, n + 1):
+            h1 = heads[o + m1 - 1]
+            a1, b1 = min(h1, m1), max(h1, m1)
+            for m2 in range(1, n + 1):
+                h2 = heads[o + m2 - 1]
+                a2, b2 = min(h2, m2), max(h2, m2)
+                if a1 < a2 and a2 < b1 and b1 < b2:
+                    out[i] = False
+                    break
+            if not out[i]:
+                break
+    return out
+
+
 # --------------------------------------------------- Chu-Liu-Edmonds (MST)
 @njit(cache=True, nogil=True)
 def _find(uf, x):
