@@ -361,9 +361,10 @@ def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, s
     gradient share a cache line, which the gradient pass of a sequence
     then finds in cache after its scoring pass (the supports of the word
     features are scattered at random over the weights: separate arrays
-    cost one more cache miss per entry, ~15% of an evaluation on
-    CoNLL-2000).  The gradient in ``[transitions (K*K), start (K), end (K),
-    bias (K)]`` is added to ``g_rest``.  Returns the per-sequence losses
+    cost one more cache miss per entry).  On CoNLL-2000 an evaluation
+    takes 0.90x the generic path's time (``benchmarks/bench_crf_eval.py``).
+    The gradient in ``[transitions (K*K), start (K), end (K), bias (K)]``
+    is added to ``g_rest``.  Returns the per-sequence losses
     ``max(log Z - s(y), 0)``.
     """
     n = len(tok_off) - 1

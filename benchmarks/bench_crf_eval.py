@@ -1,0 +1,80 @@
+"""One CRF training evaluation (loss and gradient) on CoNLL-2000: the fused
+per-sequence kernel against the generic path.
+
+The CRF fit of :class:`structlearn.SequenceTagger` spends nearly all its
+time in ``ChainProblem.value_and_grad`` (one call per L-BFGS evaluation).
+With ``loss='crf'`` that call runs the fused kernel
+``kernels.linear.chain_crf_value_grad``; a subclass of ``CRF`` takes the
+generic path (batch scores, the loss object, reduced gradient), which every
+other loss takes.  Both are timed here, alternately, at the same random
+weights, with 1 and 2 threads; the table gives the minimum and median over
+the repeats and the ratio of medians (side by side, so the ratio holds on a
+noisy machine).  The two paths must agree (checked before timing).
+
+Usage::
+
+    python benchmarks/bench_crf_eval.py [--repeat 9]
+"""
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from _common import RESULTS, machine_info, md_table  # noqa: E402
+from _seq_common import conll2000_xy  # noqa: E402
+
+from structlearn import SequenceTagger  # noqa: E402
+from structlearn.estimators.sequence import ChainProblem  # noqa: E402
+from structlearn.losses import CRF  # noqa: E402
+
+
+class GenericCRF(CRF):
+    """The CRF loss through the generic path (not of type CRF)."""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=9)
+    args = ap.parse_args()
+    X, y = conll2000_xy("train")
+    est = SequenceTagger(loss="crf")
+    vec, tokens, tok_off, y_int, classes, sup_ptr, sup_label, d = \
+        est._prepare(X, y, CRF(), False)
+    K = len(classes)
+    rows = []
+    for n_jobs in (1, 2):
+        probs = {name: ChainProblem(tokens, tok_off, y_int, K, sup_ptr, sup_label, loss,
+                                    True, n_jobs)
+                 for name, loss in (("fused", CRF()), ("generic", GenericCRF()))}
+        z = np.random.default_rng(0).normal(scale=0.3, size=probs["fused"].n_params)
+        (v1, g1), (v2, g2) = (p.value_and_grad(z) for p in probs.values())  # + warm-up
+        np.testing.assert_allclose(v1, v2, rtol=1e-10, atol=1e-9)
+        np.testing.assert_allclose(g1, g2, rtol=1e-10, atol=1e-8)
+        times = {name: [] for name in probs}
+        for _ in range(args.repeat):
+            for name, p in probs.items():
+                t0 = time.perf_counter()
+                p.value_and_grad(z)
+                times[name].append(time.perf_counter() - t0)
+        med = {name: float(np.median(t)) for name, t in times.items()}
+        for name, t in times.items():
+            rows.append([str(n_jobs), name, f"{min(t):.3f}", f"{med[name]:.3f}",
+                         f"{med[name] / med['generic']:.2f}"])
+        print(rows[-2], rows[-1], flush=True)
+    text = ["# One CRF evaluation on CoNLL-2000: fused kernel vs generic path", "",
+            f"Command: `python benchmarks/bench_crf_eval.py --repeat {args.repeat}`; "
+            f"{len(y_int)} tokens, {K} tags, {int(sup_ptr[-1])} support weights.", "",
+            "Machine: " + ", ".join(f"{k} {v}" for k, v in machine_info().items()), "",
+            md_table(["threads", "path", "min (s)", "median (s)", "median / generic"], rows),
+            ""]
+    (RESULTS / "crf_eval.md").write_text("\n".join(text))
+    print(f"wrote {RESULTS / 'crf_eval.md'}")
+
+
+if __name__ == "__main__":
+    main()
