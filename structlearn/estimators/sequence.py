@@ -267,7 +267,7 @@ class ChainProblem:
         wg = np.empty(2 * S)
         wg[0::2] = w
         wg[1::2] = 0.0
-        rest = np.zeros(K * K + 3 * K)
+        rest = np.zeros(K * K + 3 * K)  # the layout of z[S:], bias last
         trans = np.ascontiguousarray(trans)
         vals = []
         for batch in batches:
@@ -275,11 +275,9 @@ class ChainProblem:
             vals.append(chain_crf_value_grad(batch.indptr, tk.nz_start, tk.nz_len, tk.data,
                                              self.sup_label, wg, trans, start, end, bias,
                                              batch.tok_off, batch.y, rest))
-        g = np.zeros(self.n_params)
+        g = np.empty(self.n_params)
         g[:S] = wg[1::2]
-        g[S:S + K * K + 2 * K] = rest[:K * K + 2 * K]
-        if self.fit_intercept:
-            g[S + K * K + 2 * K:] = rest[K * K + 2 * K:]
+        g[S:] = rest[:self.n_params - S]  # without an intercept, no bias entries
         return np.concatenate(vals), g
 
     def params_of(self, idx):

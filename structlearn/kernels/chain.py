@@ -346,8 +346,7 @@ def _fb_scaled_seq(theta, base, L, K, mu, work):
     ~20% faster at K = 22; no finite-math flags, so the NaN/inf checks
     below stand).
 
-    Writes the block of ``mu`` (whose transition part must be zero on entry)
-    and returns ``(ok, logZ)``; ``ok`` is False (block of ``mu`` partially
+    Writes (overwrites) the block of ``mu`` and returns ``(ok, logZ)``; ``ok`` is False (block of ``mu`` partially
     written) when the score range exceeds ``_SCALED_MAX_RANGE`` or a
     normaliser is zero, subnormal or not finite: the caller then uses
     :func:`_fb_logspace_seq`.  ``work``: the work arrays of
