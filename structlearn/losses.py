@@ -32,9 +32,20 @@ from .structures.base import IntractableError
 
 
 class Loss(BaseEstimator):
-    """Base class.  ``smooth`` says whether L-BFGS may be used."""
+    """Base class.
+
+    Capabilities a loss declares (so that solvers and estimators need not
+    ask for its type):
+
+    * ``smooth``: differentiable in the scores, so L-BFGS may be used;
+    * ``piecewise_affine``: a maximum of finitely many functions affine in
+      the scores, ``max_y c(y) + <a(y), theta>``, whose ``value_and_grad``
+      returns the value and slope ``a`` of a maximising piece -- the oracle
+      of the dual solver :func:`structlearn.solvers.bcfw`.
+    """
 
     smooth = False
+    piecewise_affine = False
     name = "loss"
 
     def check(self, structure):
@@ -59,6 +70,7 @@ class Perceptron(Loss):
     """
 
     name = "perceptron"
+    piecewise_affine = True
 
     def value_and_grad(self, theta, y, structure):
         phi = structure.encode(y)
@@ -100,6 +112,8 @@ class Hinge(Loss):
     slack-scaling loss, equal to it whenever the search meets the exact
     violator.
     """
+
+    piecewise_affine = True
 
     def __init__(self, scaling="margin", n_search=12, epsilon=1e-3):
         self.scaling = scaling
@@ -207,6 +221,7 @@ class PosLearn(Loss):
     """
 
     name = "poslearn"
+    piecewise_affine = True
 
     def value_and_grad(self, theta, y, structure):
         return structure.poslearn_value_and_grad(theta, y)

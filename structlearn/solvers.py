@@ -30,6 +30,7 @@ from joblib import effective_n_jobs
 from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 
+from .kernels.dual import outer_entries, scatter_entries, working_set_steps
 from .kernels.maps import explicit_vertices_map
 from .kernels.sparsemap import sparsemap_active_set
 
@@ -187,6 +188,35 @@ class LinearProblem:
         gW = _grad_W(G, X, self.tie)
         g = self.pack(gW, G.sum(axis=0)) if self.fit_intercept else gW.ravel()
         return vals, g
+
+    # The per-example view of the dual solver (:func:`bcfw`): the score
+    # vector of example i is one block of ``n_parts`` entries.
+    def part_sizes(self):
+        """Size of every example's score vector (its dual block)."""
+        return np.full(self.n_samples, self.n_parts, dtype=np.int64)
+
+    def pieces(self, z, idx):
+        """Losses of the samples ``idx`` at ``z``, with their scores and
+        score gradients as flat arrays of blocks (the maximising affine
+        piece of each max-margin loss)."""
+        W, b = self.unpack(z)
+        X = self.X[idx]
+        theta = _scores(X, W, b, self.tie)
+        vals, G = loss_value_and_grad(self.loss, theta, self.y[idx], self.structure,
+                                      self.n_jobs)
+        return vals, theta.ravel(), np.asarray(G, dtype=np.float64).ravel()
+
+    def block_entries(self, idx, D):
+        """Per sample ``i`` of ``idx``, the entries ``(cols, vals)`` of
+        ``A_i^T D_i`` (the gradient in ``z`` of ``<D_i, theta_i>``) for a flat
+        array ``D`` of score-space blocks; returns ``(cols, vals, ptr)``."""
+        X = sp.csr_matrix(self.X[idx])
+        D = np.ascontiguousarray(np.reshape(D, (len(idx), self.n_parts)))
+        Dt = np.ascontiguousarray(D @ self.tie if self.tie is not None else D)
+        q, d = self.shape_W
+        return outer_entries(X.indptr.astype(np.int64), X.indices.astype(np.int64),
+                             X.data.astype(np.float64), Dt, d,
+                             D if self.fit_intercept else np.zeros((0, 0)), q * d)
 
 
 def objective(problem, z, alpha):
@@ -730,7 +760,7 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
     return z_avg, epoch, float(f)
 
 
-def cutting_plane(problem, alpha, z0, max_iter=300, tol=1e-4, verbose=0):
+def cutting_plane(problem, alpha, z0, max_iter=300, tol=1e-4, verbose=0, return_gap=False):
     """Bundle (1-slack cutting-plane) method on the regularised objective.
 
     ``J(z) = alpha/2 ||z||^2 + R(z)`` with ``R`` the mean loss.  Each
@@ -750,7 +780,8 @@ def cutting_plane(problem, alpha, z0, max_iter=300, tol=1e-4, verbose=0):
 
     Returns
     -------
-    z, n_iter, objective_value
+    z, n_iter, objective_value (and, with ``return_gap``, the relative
+    duality gap at the stop)
     """
     if alpha <= 0:
         raise ValueError("solver='cutting-plane' needs alpha > 0.")
@@ -817,4 +848,256 @@ def cutting_plane(problem, alpha, z0, max_iter=300, tol=1e-4, verbose=0):
         warnings.warn(f"cutting-plane did not reach the duality gap tol={tol} in "
                       f"max_iter={max_iter} iterations (gap {best_J - lower:.3g}); "
                       f"increase max_iter, alpha or tol.", ConvergenceWarning)
+    if return_gap:
+        rel = max(best_J - lower, 0.0) / max(abs(best_J), 1e-300)
+        return best_z.copy(), it, float(best_J), float(rel)
     return best_z.copy(), it, float(best_J)
+
+
+class DualState:
+    """The dual iterate of :func:`bcfw`, kept for ``warm_start``.
+
+    ``sets[i]`` is example ``i``'s working set ``(c, idx, val, beta)``:
+    the offsets ``c_v`` of its vertices, their slopes ``a_v`` as sparse
+    part-space vectors (indices ``idx[v]`` into the example's score block,
+    values ``val[v]``) and their weights ``beta_v``; vertex 0 is the ground
+    truth's zero piece.  The working sets depend on the targets and the loss
+    only (``key``), not on ``alpha`` or the features, so a refit with another
+    ``alpha`` or other features starts from the same dual point.
+    """
+
+    def __init__(self, sets, key):
+        self.sets, self.key = sets, key
+
+
+#: The working set of an example before any step: the zero piece of its
+#: ground truth, with all the weight.
+_GOLD = (np.zeros(1), [np.zeros(0, dtype=np.int64)], [np.zeros(0)], np.ones(1))
+
+
+def _block_offsets(sizes):
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+def _set_matrix(sets, idx, sizes, weighted):
+    """The vertices of the working sets of ``idx`` as dense score blocks,
+    one block per vertex (``weighted``: one block per example, the
+    beta-weighted sum ``m_i``); returns ``(D, rep)`` with ``rep`` the example
+    of each block."""
+    rep = idx if weighted else np.repeat(idx, [len(sets[i][0]) for i in idx])
+    boff = _block_offsets(sizes[rep])
+    D = np.zeros(boff[-1])
+    k = 0
+    for i in idx:
+        _, ids, vs, beta = sets[i]
+        for v in range(len(ids)):
+            if weighted:
+                D[boff[k] + ids[v]] += beta[v] * vs[v]
+            else:
+                D[boff[k] + ids[v]] = vs[v]
+                k += 1
+        k += weighted
+    return D, rep
+
+
+def _primal_from_dual(problem, sets, sizes, lam, batch=256):
+    """``z = -1/(lam n) sum_i A_i^T m_i``."""
+    n = problem.n_samples
+    z = np.zeros(problem.n_params)
+    for s in range(0, n, batch):
+        idx = np.arange(s, min(n, s + batch))
+        D, rep = _set_matrix(sets, idx, sizes, weighted=True)
+        cols, vals, _ = problem.block_entries(rep, D)
+        scatter_entries(cols, vals, -1.0 / (lam * n), z)
+    return z
+
+
+def _add_vertex(ws, ids, vs, c):
+    """The working set ``ws`` with the vertex ``(c, ids, vs)`` (weight 0)
+    unless it holds it already."""
+    cs, idl, vl, beta = ws
+    for a in range(len(idl)):
+        if len(idl[a]) == len(ids) and np.array_equal(idl[a], ids) and \
+                np.array_equal(vl[a], vs):
+            return ws
+    return (np.append(cs, c), idl + [ids], vl + [vs], np.append(beta, 0.0))
+
+
+def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=None,
+         verbose=0, state=None, key=None, max_inner=20):
+    r"""Block-coordinate Frank-Wolfe on the dual of a max-margin objective.
+
+    Trains ``min_z P(z) = alpha/2 ||z||^2 + 1/n sum_i loss_i(A_i z)`` for a
+    loss that is a maximum of functions affine in the scores (the losses
+    with ``piecewise_affine = True``: margin-, slack- and
+    approximate-slack-scaled hinge, PosLearn), to a certified relative
+    duality gap ``(P - D) / P <= tol``: the block-coordinate Frank-Wolfe
+    method of Lacoste-Julien, Jaggi, Schmidt & Pletscher (ICML 2013) with
+    their weighted averaging, in its pairwise form with a working set per
+    example (Osokin, Alayrac, Lukasewitz, Dokania & Lacoste-Julien, ICML
+    2016).
+
+    **The dual, for every such loss at once.**  Write the loss of example
+    ``i`` as ``loss_i(theta) = max_{y in Y_i} c_i(y) + <a_i(y), theta>``.
+    For the margin-scaled hinge ``c_i(y) = L(y, y_i)`` and ``a_i(y) =
+    phi(y) - phi(y_i)``; for slack scaling ``c_i(y) = L(y, y_i)`` and
+    ``a_i(y) = L(y, y_i) (phi(y) - phi(y_i))``; approximate slack scaling
+    searches the same pieces with a cheaper (inexact) violator; PosLearn is a
+    sum over positions ``p`` of maxima over the per-position violators, i.e.
+    a maximum over tuples ``(y^p)_p`` of the summed pieces.  ``y = y_i``
+    gives the piece 0 in each case.  With ``theta_i = A_i z`` and Lagrange
+    multipliers ``beta_i`` in the simplex over ``Y_i``, the dual is
+
+        max_beta D = -lam/2 ||w||^2 + l,
+        w = -1/(lam n) sum_i A_i^T m_i,   m_i = sum_y beta_i(y) a_i(y),
+        l = 1/n sum_i l_i,                l_i = sum_y beta_i(y) c_i(y),
+
+    and the primal iterate is ``z = w``.  The loss's own ``value_and_grad``
+    is its oracle: at ``theta`` it returns the value and the slope of the
+    maximising piece, so ``a_s = grad`` and ``c_s = value - <theta, grad>``.
+
+    **A step on example i.**  The oracle's vertex joins the example's
+    working set (the vertices with positive weight, and the zero piece).
+    The dual restricted to that set, with the other examples fixed, is a
+    small concave quadratic in ``beta_i``; pairwise steps -- weight moved
+    from the worst weighted vertex to the best one with the exact line
+    search -- maximise it (:func:`structlearn.kernels.dual.working_set_steps`).
+    The first of them is the pairwise Frank-Wolfe step towards the oracle's
+    vertex; the others re-use the cached vertices without an oracle call.
+    Vertices whose weight reaches zero leave the set.
+
+    **Choices.**
+
+    * Every parameter is penalised, the intercept included (as in liblinear
+      and :func:`cutting_plane`): an unpenalised block would add an
+      equality constraint coupling all the dual blocks.
+    * The working sets are kept in part space as sparse vectors (a
+      violator differs from the truth on a few parts), never as vectors of
+      model size; a step touches only the coordinates of the example's
+      features.
+    * Examples are visited in mini-batches of ``batch_size`` (a random
+      permutation per epoch): the oracles of a batch run together (in the
+      problem's threads) at the iterate of the batch's start, then the
+      steps are taken one example after another, each with the exact values
+      at the current iterate.  Each step increases the dual; the batch
+      composition does not depend on ``n_jobs``, so neither do the results.
+    * After every epoch the primal objective is evaluated at the iterate and
+      at its weighted average (step ``t`` weighted ``t``); the best primal
+      point met is kept and its gap is measured against the best dual value
+      met.  The run stops when that relative gap is at most ``tol``.  With
+      an inexact violator (approximate slack scaling) the gap certifies the
+      objective *as that violator measures it*, which is a lower bound of
+      the slack-scaled one.
+
+    Parameters
+    ----------
+    problem : a training problem with ``part_sizes()``, ``pieces(z, idx)``
+        and ``block_entries(idx, D)`` (see :class:`LinearProblem`).
+    alpha : float > 0
+    max_iter : int
+        Epochs (passes over the examples).
+    tol : float
+        Relative duality gap.
+    state : DualState or None
+        A previous run's dual iterate (``warm_start``); used when its
+        ``key`` equals ``key`` and its size fits, ignored otherwise.
+    max_inner : int
+        Pairwise steps per example visit.
+
+    Returns
+    -------
+    z, n_epochs, objective_value, relative_gap, DualState
+    """
+    if not alpha > 0:
+        raise ValueError("solver='bcfw' needs alpha > 0.")
+    lam = float(alpha)
+    rng = np.random.RandomState(random_state)
+    n = problem.n_samples
+    sizes = np.asarray(problem.part_sizes(), dtype=np.int64)
+    warm = (state is not None and key is not None and state.key == key
+            and len(state.sets) == n)
+    if warm:
+        sets = list(state.sets)
+        z = _primal_from_dual(problem, sets, sizes, lam)
+        ell_tot = sum(float(ws[3] @ ws[0]) for ws in sets) / n
+    else:
+        sets = [_GOLD] * n
+        z = np.zeros(problem.n_params)
+        ell_tot = 0.0
+    avg = np.zeros(problem.n_params)
+    acc = np.zeros(problem.n_params)
+    mark = np.zeros(problem.n_params, dtype=np.bool_)
+    steps = 0
+    ell_wsum = 0.0  # sum_t t l_t, for the averaged dual's offset
+    B = max(1, int(batch_size))
+    t0 = time.perf_counter()
+    best = (np.inf, z)  # smallest primal objective met, and its point
+    d_best = -np.inf
+    rel = np.inf
+    epoch = 0
+
+    def primal(x):
+        vals, _ = problem.value_and_grad(x)
+        return float(vals.mean() + 0.5 * lam * x @ x)
+
+    for epoch in range(1, max_iter + 1):
+        order = rng.permutation(n)
+        gap_sum = 0.0
+        for s in range(0, n, B):
+            idx = np.sort(order[s:s + B])
+            vals, theta, G = problem.pieces(z, idx)
+            boff = _block_offsets(sizes[idx])
+            for j, i in enumerate(idx):
+                Gj = G[boff[j]:boff[j + 1]]
+                ids = np.flatnonzero(Gj)
+                vs = Gj[ids]
+                c = float(vals[j]) - float(theta[boff[j] + ids] @ vs)
+                sets[i] = _add_vertex(sets[i], ids, vs, c)
+            D, rep = _set_matrix(sets, idx, sizes, weighted=False)
+            cols, vs, vptr = problem.block_entries(rep, D)
+            m = np.array([len(sets[i][0]) for i in idx])
+            bptr = _block_offsets(m)
+            c_all = np.concatenate([sets[i][0] for i in idx])
+            beta = np.concatenate([sets[i][3] for i in idx])
+            gaps = np.empty(len(idx))
+            d_ell = np.empty(len(idx))
+            touched = np.empty(max(1, int(np.diff(vptr).max(initial=0))), dtype=np.int64)
+            working_set_steps(z, avg, acc, mark, touched, cols, vs, vptr, bptr, c_all,
+                              beta, lam, float(n), steps, int(max_inner), gaps, d_ell)
+            for j, i in enumerate(idx):
+                cs, idl, vl, _ = sets[i]
+                b = beta[bptr[j]:bptr[j + 1]]
+                keep = np.flatnonzero(b > 0)
+                if len(keep) == 0 or keep[0] != 0:  # the zero piece stays
+                    keep = np.concatenate([[0], keep])
+                sets[i] = (cs[keep], [idl[a] for a in keep], [vl[a] for a in keep], b[keep])
+            ell_path = ell_tot + np.cumsum(d_ell)
+            t = steps + 1 + np.arange(len(idx))
+            ell_wsum += float(t @ ell_path)
+            ell_tot = float(ell_path[-1])
+            steps += len(idx)
+            gap_sum += float(gaps.sum())
+        # certificate: primal at the iterate and at its weighted average
+        T = 0.5 * steps * (steps + 1)
+        z_avg = z - avg / T
+        dual = -0.5 * lam * float(z @ z) + ell_tot
+        dual_avg = -0.5 * lam * float(z_avg @ z_avg) + ell_wsum / T
+        p_cur, p_avg = primal(z), primal(z_avg)
+        if min(p_cur, p_avg) < best[0]:
+            best = (p_avg, z_avg) if p_avg <= p_cur else (p_cur, z.copy())
+        d_best = max(d_best, dual, dual_avg)
+        p = best[0]
+        rel = max(p - d_best, 0.0) / max(p, 1e-300)
+        if verbose:
+            print(f"[bcfw] epoch {epoch}: objective {p:.6g} (iterate {p_cur:.6g}, "
+                  f"average {p_avg:.6g}), dual {d_best:.6g}, relative gap {rel:.3g}, "
+                  f"block gaps {gap_sum:.3g}, {sum(len(ws[0]) for ws in sets) / n:.1f} "
+                  f"vertices per example ({time.perf_counter() - t0:.1f}s)")
+        if rel <= tol:
+            break
+    else:
+        warnings.warn(f"BCFW stopped at max_iter={max_iter} epochs with a relative "
+                      f"duality gap of {rel:.3g} > tol={tol}; increase max_iter or "
+                      f"tol.", ConvergenceWarning)
+    p, x = best
+    return x, epoch, p, float(rel), DualState(sets, key)

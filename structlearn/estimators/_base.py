@@ -1,5 +1,6 @@
 """Shared machinery of the linear structured estimators."""
 
+import hashlib
 import numbers
 import time
 
@@ -9,14 +10,68 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_matrix, check_solution
 from ..losses import Perceptron, Projection, SparseMAP, get_loss
-from ..solvers import LinearProblem, _scores, blas_threads, cutting_plane, lbfgs, sgd
+from ..solvers import (LinearProblem, _scores, bcfw, blas_threads, cutting_plane, lbfgs,
+                       sgd)
 
-SOLVERS = ("auto", "lbfgs", "sgd", "cutting-plane")
+SOLVERS = ("auto", "lbfgs", "sgd", "bcfw", "cutting-plane")
 DECODINGS = ("map", "calibrated")
 #: ``tol=None`` means: L-BFGS projected-gradient tolerance 1e-5; SGD relative
-#: objective improvement 1e-4 (3 epochs of patience); cutting-plane relative
-#: duality gap 1e-4.
-DEFAULT_TOL = {"lbfgs": 1e-5, "sgd": 1e-4, "cutting-plane": 1e-4}
+#: objective improvement 1e-4 (3 epochs of patience); BCFW relative duality
+#: gap 1e-3; cutting-plane relative duality gap 1e-4.
+DEFAULT_TOL = {"lbfgs": 1e-5, "sgd": 1e-4, "bcfw": 1e-3, "cutting-plane": 1e-4}
+#: ``max_iter=None`` means: L-BFGS iterations, SGD / BCFW epochs,
+#: cutting-plane iterations.
+DEFAULT_MAX_ITER = {"lbfgs": 500, "sgd": 50, "bcfw": 200, "cutting-plane": 300}
+
+
+def choose_solver(solver, loss, alpha):
+    """The solver an estimator runs for ``solver`` (which may be 'auto')
+    and ``loss``; a ValueError for a combination that cannot work.
+
+    'auto': L-BFGS for smooth losses, SGD otherwise (the averaged
+    perceptron for the perceptron loss).  BCFW, which certifies its
+    solution, is not the default: at the small ``alpha`` of large tagging
+    and parsing problems it needs hundreds of epochs (docs/benchmarks.rst).
+    """
+    perceptron = isinstance(loss, Perceptron)
+    if solver == "auto":
+        solver = "lbfgs" if loss.smooth else "sgd"
+    if solver == "lbfgs" and not loss.smooth:
+        raise ValueError(
+            f"solver='lbfgs' needs a smooth loss; {loss} is not smooth. "
+            f"Use solver='sgd', 'bcfw' or 'auto'.")
+    if solver in ("lbfgs", "cutting-plane", "bcfw") and perceptron:
+        raise ValueError(f"the perceptron loss is trained by the averaged perceptron "
+                         f"(solver='sgd' or 'auto'), not solver={solver!r}: with an L2 "
+                         f"penalty its minimiser is 0.")
+    if solver == "bcfw" and not loss.piecewise_affine:
+        raise ValueError(
+            f"solver='bcfw' trains the max-margin losses ('hinge', 'hinge-slack', "
+            f"'hinge-approx-slack', 'poslearn'); {loss} is not a maximum of affine "
+            f"functions. Use solver='lbfgs' (smooth losses) or 'auto'.")
+    if solver in ("cutting-plane", "bcfw") and alpha <= 0:
+        raise ValueError(f"solver={solver!r} needs alpha > 0.")
+    return solver
+
+
+#: Estimator parameters that leave BCFW's dual iterate feasible when changed.
+_DUAL_FREE_PARAMS = ("alpha", "tol", "max_iter", "verbose", "n_jobs", "warm_start",
+                     "random_state", "decoding", "solver")
+
+
+def dual_key(estimator, loss, targets):
+    """What BCFW's dual iterate depends on: the loss, the targets and
+    (conservatively) every estimator parameter but those of
+    ``_DUAL_FREE_PARAMS``, e.g. the output structure's options."""
+    params = {k: v for k, v in estimator.get_params(deep=False).items()
+              if k not in _DUAL_FREE_PARAMS and k != "loss"}
+    h = hashlib.sha1(repr((type(loss).__name__, sorted(loss.get_params().items()),
+                           sorted(params.items()))).encode())
+    for a in targets:
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype, a.shape)).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def uses_active_set(loss, structure_cls):
@@ -74,19 +129,7 @@ class StructuredLinearModel(BaseEstimator):
         if self.tol is not None and (not isinstance(self.tol, numbers.Real)
                                      or not self.tol >= 0):
             raise ValueError(f"tol must be a non-negative number or None, got {self.tol!r}.")
-        solver = self.solver
-        if solver == "auto":
-            solver = "lbfgs" if loss.smooth else "sgd"
-        if solver == "lbfgs" and not loss.smooth:
-            raise ValueError(
-                f"solver='lbfgs' needs a smooth loss; {loss} is not smooth. "
-                f"Use solver='sgd' or 'auto'.")
-        if solver in ("lbfgs", "cutting-plane") and isinstance(loss, Perceptron):
-            raise ValueError("the perceptron loss is trained by the averaged perceptron "
-                             "(solver='sgd' or 'auto'): with an L2 penalty its minimiser is 0.")
-        if solver == "cutting-plane" and self.alpha <= 0:
-            raise ValueError("solver='cutting-plane' needs alpha > 0.")
-        return solver
+        return choose_solver(self.solver, loss, self.alpha)
 
     def _validate_X(self, X, reset):
         """Checked X (:func:`structlearn._validation.check_matrix`); records
@@ -130,7 +173,7 @@ class StructuredLinearModel(BaseEstimator):
         else:
             z0 = np.zeros(problem.n_params)
         with blas_threads(self.n_jobs):
-            z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
+            z, n_iter, obj = self._run_solver(solver, problem, z0, loss, (y_int,))
         check_solution(z, obj, type(self).__name__)
         W, b = problem.unpack(z)
         validate_data(self, X, reset=True, accept_sparse="csr", dtype=np.float64,
@@ -188,29 +231,55 @@ class StructuredLinearModel(BaseEstimator):
         return np.zeros(problem.n_params)
 
     def _record_fit(self, loss, solver, n_iter, obj, t_start):
-        """Set the fit summary attributes (and report it with ``verbose``)."""
+        """Set the fit summary attributes (and report it with ``verbose``):
+        ``duality_gap_`` is the relative duality gap at the stop for the
+        solvers with a certificate ('bcfw', 'cutting-plane'), None otherwise."""
         self.loss_ = loss
         self.solver_ = solver
         self.n_iter_ = n_iter
         self.objective_ = obj
+        self.duality_gap_ = self._last_gap
+        if solver == "bcfw" and self.warm_start:
+            self._dual_state = self._last_state
+        else:
+            self.__dict__.pop("_dual_state", None)
         if self.verbose:
             print(f"[{type(self).__name__}] fit with loss={loss}, solver={solver} in "
                   f"{time.perf_counter() - t_start:.2f}s")
 
-    def _run_solver(self, solver, problem, z0, loss):
-        """Run the chosen solver on a training problem; ``(z, n_iter, objective)``."""
+    def _run_solver(self, solver, problem, z0, loss, targets=()):
+        """Run the chosen solver on a training problem; ``(z, n_iter, objective)``.
+
+        The relative duality gap of the solvers with a certificate is left
+        in ``self._last_gap`` (None for the others) and BCFW's dual iterate
+        in ``self._last_state``, for :meth:`_record_fit`.  ``targets`` (the
+        arrays that define the training targets) key that dual iterate:
+        ``warm_start`` reuses it only for the same targets and loss.
+        """
         tol = self.tol if self.tol is not None else DEFAULT_TOL[solver]
+        max_iter = DEFAULT_MAX_ITER[solver] if self.max_iter is None else self.max_iter
         alpha = float(self.alpha)
+        self._last_gap = self._last_state = None
         if solver == "lbfgs":
             return lbfgs(problem, alpha, z0, tol=tol, verbose=self.verbose,
-                         max_iter=500 if self.max_iter is None else self.max_iter,
-                         period=self._lbfgs_period, history=self._lbfgs_history)
+                         max_iter=max_iter, period=self._lbfgs_period,
+                         history=self._lbfgs_history)
         if solver == "cutting-plane":
-            return cutting_plane(problem, alpha, z0, tol=tol, verbose=self.verbose,
-                                 max_iter=300 if self.max_iter is None else self.max_iter)
+            z, n_iter, obj, gap = cutting_plane(problem, alpha, z0, tol=tol,
+                                                verbose=self.verbose, max_iter=max_iter,
+                                                return_gap=True)
+            self._last_gap = gap
+            return z, n_iter, obj
+        if solver == "bcfw":
+            key = dual_key(self, loss, targets)
+            previous = getattr(self, "_dual_state", None) if self.warm_start else None
+            z, n_iter, obj, gap, state = bcfw(
+                problem, alpha, max_iter=max_iter, tol=tol, verbose=self.verbose,
+                random_state=self.random_state, state=previous, key=key)
+            self._last_gap, self._last_state = gap, state
+            return z, n_iter, obj
         return sgd(problem, alpha, z0, tol=tol, verbose=self.verbose,
-                   max_iter=50 if self.max_iter is None else self.max_iter,
-                   random_state=self.random_state,
+                   max_iter=max_iter, random_state=self.random_state,
                    perceptron=isinstance(loss, Perceptron))
 
     # ---------------------------------------------------------------- predict

@@ -163,9 +163,47 @@ class ParserProblem:
             o += hi - lo
         return vals, np.concatenate(cols), np.concatenate(gv)
 
-    def _batch_losses(self, v, idx, scale):
+    # The per-example view of the dual solver (:func:`structlearn.solvers.bcfw`):
+    # sentence i's dual block is its block of n (n + 1) arc scores.
+    def part_sizes(self):
+        """Size of every sentence's arc-score block."""
+        n = np.diff(self.word_off)
+        return n * (n + 1)
+
+    def pieces(self, z, idx):
+        """Losses of the sentences ``idx`` at ``z``, their arc scores and
+        score gradients (split over ``n_jobs`` threads; the same numbers for
+        any thread count)."""
+        idx = np.asarray(idx, dtype=np.int64)
+
+        def run(sub):
+            vals, G, _, theta = self._batch_losses(z, sub, 1.0, with_scores=True)
+            return vals, theta, G
+
+        k = n_workers(self.n_threads, len(idx))
+        res = thread_map(run, np.array_split(idx, k), k) if k > 1 else [run(idx)]
+        return tuple(np.concatenate([r[i] for r in res]) for i in range(3))
+
+    def block_entries(self, idx, D):
+        """Per sentence of ``idx``, the entries of ``A_i^T D_i`` for a flat
+        array ``D`` of their arc-score blocks; ``(cols, vals, ptr)``."""
+        cols, vals, ptr = [], [], [0]
+        o = 0
+        for i in np.asarray(idx, dtype=np.int64):
+            c, lo, hi = self.cache.locate(int(i))
+            indptr, ids = self.cache.chunks[c]
+            cc, vv = arc_grad_entries(indptr[lo:hi + 1], ids,
+                                      np.ascontiguousarray(D[o:o + hi - lo]))
+            o += hi - lo
+            cols.append(cc)
+            vals.append(vv)
+            ptr.append(ptr[-1] + len(cc))
+        return np.concatenate(cols), np.concatenate(vals), np.asarray(ptr, dtype=np.int64)
+
+    def _batch_losses(self, v, idx, scale, with_scores=False):
         """Losses and score gradients ``G`` of the sentences ``idx`` at
-        ``z = scale * v``; ``parts`` locates their arcs in the cache."""
+        ``z = scale * v``; ``parts`` locates their arcs in the cache (and,
+        ``with_scores``, the arc scores)."""
         idx = np.asarray(idx, dtype=np.int64)
         thetas, parts = [], []
         for i in idx:
@@ -181,7 +219,10 @@ class ParserProblem:
         st = Tree(wo, single_root=self.single_root, projective=self.projective)
         y = np.concatenate([self.heads[self.word_off[i]:self.word_off[i + 1]] for i in idx])
         vals, G = self.loss.value_and_grad(theta, y, st)
-        return vals, np.ascontiguousarray(G, dtype=np.float64), parts
+        G = np.ascontiguousarray(G, dtype=np.float64)
+        if with_scores:
+            return vals, G, parts, theta
+        return vals, G, parts
 
 
 def _check_head_lists(y, n_sentences):
@@ -325,7 +366,7 @@ class DependencyParser(StructuredLinearModel):
         problem = problem_with(loss)
         z0 = self._initial_point(problem, loss, Tree, self.coef_ if warm else None,
                                  problem_with)
-        z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
+        z, n_iter, obj = self._run_solver(solver, problem, z0, loss, (heads, word_off))
         check_solution(z, obj, "DependencyParser")
         self.coef_ = np.array(z, dtype=np.float64)
         self.vectorizer_ = vec

@@ -11,6 +11,7 @@ from .._validation import check_row_norms, check_solution, describe
 from ..feature_extraction import TokenVectorizer, _Encoded, _where
 from ..kernels.linear import (
     chain_assemble_scores,
+    chain_block_entries,
     chain_crf_value_grad,
     chain_reduce_grad,
     observed_support,
@@ -310,6 +311,40 @@ class ChainProblem:
         return vals, np.concatenate([cols, self.n_support + nz]), \
             np.concatenate([gv, tail[nz]])
 
+    # The per-example view of the dual solver (:func:`structlearn.solvers.bcfw`):
+    # sequence i's dual block is its flat score block.
+    def part_sizes(self):
+        """Size of every sequence's flat score block."""
+        K = self.K
+        return np.diff(self.tok_off) * K + K * K + 2 * K
+
+    def pieces(self, z, idx):
+        """Losses of the sequences ``idx`` at ``z``, their flat scores and
+        score gradients (split over ``n_jobs`` threads; the same numbers
+        for any thread count)."""
+        idx = np.asarray(idx, dtype=np.int64)
+
+        def run(sub):
+            batch = _ChainBatch.select(self.tokens, self.tok_off, self.y, self.K, sub)
+            theta = self.scores(z, batch)
+            vals, G = self.loss.value_and_grad(theta, batch.y, batch.structure)
+            return vals, theta, np.asarray(G, dtype=np.float64)
+
+        k = n_workers(self.n_threads, len(idx))
+        res = thread_map(run, np.array_split(idx, k), k) if k > 1 else [run(idx)]
+        return tuple(np.concatenate([r[i] for r in res]) for i in range(3))
+
+    def block_entries(self, idx, D):
+        """Per sequence of ``idx``, the entries of ``A_i^T D_i`` for a flat
+        array ``D`` of their score blocks; ``(cols, vals, ptr)``."""
+        idx = np.asarray(idx, dtype=np.int64)
+        sizes = self.part_sizes()[idx]
+        part_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        tk = self.tokens
+        return chain_block_entries(tk.indptr, tk.nz_start, tk.nz_len, tk.data,
+                                   self.sup_label, np.ascontiguousarray(D), self.tok_off[idx],
+                                   part_off, self.K, self.n_support, self.fit_intercept)
+
     def _group_value_and_grad(self, z, batches):
         if type(self.loss) is CRF:
             return self._crf_group_value_and_grad(z, batches)
@@ -459,7 +494,7 @@ class SequenceTagger(StructuredLinearModel):
         if self.verbose:
             print(f"[SequenceTagger] {problem.n_samples} sequences, {len(y_int)} tokens, "
                   f"{K} tags, {d} features, {problem.n_params} parameters")
-        z, n_iter, obj = self._run_solver(solver, problem, z0, loss)
+        z, n_iter, obj = self._run_solver(solver, problem, z0, loss, (y_int, kept_off))
         check_solution(z, obj, "SequenceTagger")
         self._set_model(z, problem, vec, classes, sup_ptr, sup_label, d)
         self._record_fit(loss, solver, n_iter, obj, t_start)

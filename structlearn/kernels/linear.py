@@ -416,3 +416,73 @@ def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, s
         for j in range(KK + 2 * K):
             g_rest[j] += mu[tr + j]
     return vals
+
+
+@njit(cache=True, nogil=True)
+def chain_block_entries(indptr, nz_start, nz_len, data, sup_label, D, tok_lo, part_off,
+                        n_tags, n_support, fit_intercept):
+    """Per sequence ``i`` of a batch, the entries of ``A_i^T D_i``: the
+    gradient in the chain parameters ``[w (support), transitions, start,
+    end, bias]`` of ``<D_i, theta_i>`` for its flat part block ``D_i``
+    (zero entries skipped; the support weights may repeat).
+
+    Sequence ``i`` is the token rows ``tok_lo[i]..`` of the (global) CSR
+    arrays, its length read off its block size in ``part_off``.
+
+    Returns ``(cols, vals, ptr)``, the entries of sequence ``i`` at
+    ``ptr[i]:ptr[i+1]``.
+    """
+    n = len(tok_lo)
+    K = n_tags
+    binary = len(data) == 0
+    shared = K * K + 2 * K
+    bound = 0
+    for i in range(n):
+        L = (part_off[i + 1] - part_off[i] - shared) // K
+        t0 = tok_lo[i]
+        for j in range(indptr[t0], indptr[t0 + L]):
+            bound += nz_len[j]
+    bound += n * (shared + K)
+    cols = np.empty(bound, dtype=np.int64)
+    vals = np.empty(bound)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    bias = np.zeros(K)
+    o = 0
+    for i in range(n):
+        base = part_off[i]
+        t0 = tok_lo[i]
+        L = (part_off[i + 1] - base - shared) // K
+        bias[:] = 0.0
+        for t in range(L):
+            row = base + t * K
+            nonzero = False
+            for k in range(K):
+                if D[row + k] != 0.0:
+                    nonzero = True
+                    bias[k] += D[row + k]
+            if not nonzero:  # a violator differs from the truth on few tokens
+                continue
+            for j in range(indptr[t0 + t], indptr[t0 + t + 1]):
+                x = 1.0 if binary else data[j]
+                s0 = nz_start[j]
+                for s in range(s0, s0 + nz_len[j]):
+                    v = D[row + sup_label[s]]
+                    if v != 0.0:
+                        cols[o] = s
+                        vals[o] = x * v
+                        o += 1
+        q = base + L * K
+        for r in range(shared):
+            v = D[q + r]
+            if v != 0.0:
+                cols[o] = n_support + r
+                vals[o] = v
+                o += 1
+        if fit_intercept:
+            for k in range(K):
+                if bias[k] != 0.0:
+                    cols[o] = n_support + shared + k
+                    vals[o] = bias[k]
+                    o += 1
+        ptr[i + 1] = o
+    return cols[:o], vals[:o], ptr

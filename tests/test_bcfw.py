@@ -1,0 +1,394 @@
+"""The dual solver (solver='bcfw') against independent optima.
+
+* On every structure, a tiny problem with explicit dense feature maps
+  (``theta_i = M_i z``, written here, independent of the library's feature
+  maps) is solved by BCFW and by an epigraph QP over the enumerated
+  structures (scipy's SLSQP): the objectives agree and the certificate
+  brackets the optimum.
+* The three problem types' ``block_entries`` equal ``A_i^T D_i`` computed
+  from the problems' own scores at unit vectors.
+* Estimators: the gap is reported, n_jobs and random_state behave, warm
+  starts re-use the dual, wrong combinations raise.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+
+from structlearn import DependencyParser, LabelRanker, MultiLabelClassifier, \
+    OrdinalRegressor, SequenceTagger
+from structlearn.datasets import load_ewt, load_ewt_pos, load_wine_quality
+from structlearn.losses import Hinge, PosLearn, get_loss
+from structlearn.solvers import LinearProblem, bcfw
+from structlearn.structures import Chain
+from structlearn.structures.tree import Tree
+from test_properties import DEFAULT_KW, KINDS, make_inst
+
+
+class DenseProblem:
+    """``theta_i = M_i z`` with explicit matrices, every example scored on its
+    own structure (a batch of one for chains and trees)."""
+
+    def __init__(self, inst, M, labels, loss):
+        self.inst, self.M, self.labels, self.loss = inst, M, labels, loss
+        self.n_samples = len(M)
+        self.n_params = M[0].shape[1]
+        self.penalized = np.ones(self.n_params, dtype=bool)
+
+    def structure(self, i):
+        st = self.inst.st
+        if isinstance(st, Chain):
+            return Chain(st.n_tags, [0, len(self.labels[i])])
+        if isinstance(st, Tree):
+            return Tree([0, len(self.labels[i])], single_root=st.single_root,
+                        projective=st.projective)
+        return st
+
+    def one(self, z, i):
+        theta = self.M[i] @ z
+        st = self.structure(i)
+        y = self.labels[i] if self.inst.ragged else self.labels[i][None]
+        th = theta if self.inst.ragged else theta[None]
+        v, g = self.loss.value_and_grad(th, y, st)
+        return float(np.ravel(v)[0]), theta, np.ravel(g)
+
+    def value_and_grad(self, z, idx=None):
+        idx = range(self.n_samples) if idx is None else idx
+        vals, g = [], np.zeros(self.n_params)
+        for i in idx:
+            v, _, gi = self.one(z, i)
+            vals.append(v)
+            g += self.M[i].T @ gi
+        return np.array(vals), g
+
+    def part_sizes(self):
+        return np.array([m.shape[0] for m in self.M])
+
+    def pieces(self, z, idx):
+        res = [self.one(z, i) for i in idx]
+        return (np.array([r[0] for r in res]), np.concatenate([r[1] for r in res]),
+                np.concatenate([r[2] for r in res]))
+
+    def block_entries(self, idx, D):
+        cols, vals, ptr, o = [], [], [0], 0
+        for i in idx:
+            p = self.M[i].shape[0]
+            g = self.M[i].T @ D[o:o + p]
+            o += p
+            cols.append(np.arange(self.n_params))
+            vals.append(g)
+            ptr.append(ptr[-1] + self.n_params)
+        return np.concatenate(cols), np.concatenate(vals), np.array(ptr)
+
+
+def instance(kind, n, seed):
+    """A tiny instance with ``n`` examples, their labels and dense maps."""
+    rng = np.random.RandomState(seed)
+    kw = dict(DEFAULT_KW[kind])
+    if kind in ("chain", "tree"):
+        kw["lengths"] = [int(v) for v in rng.randint(1, 3 if kind == "tree" else 4, n)]
+    inst = make_inst(kind, n=n, **kw)
+    labels = []
+    for i in range(n):
+        labs, _ = inst.vertices(i)
+        labels.append(np.asarray(labs[rng.randint(len(labs))]))
+    d = 4
+    M = [rng.randn(s, d) for s in inst.sizes()]
+    return inst, M, labels
+
+
+def qp_optimum(inst, M, labels, loss, lam):
+    """``min lam/2 ||z||^2 + mean_i loss_i`` by an epigraph QP over the
+    enumerated structures (one slack per example, or per position for
+    PosLearn)."""
+    n, d = len(M), M[0].shape[1]
+    rows = []   # (slack index, constant, slope in z): slack >= c + g z
+    n_slack = 0
+    owner = []
+    for i in range(n):
+        labs, Phi = inst.vertices(i)
+        a = inst.label_index(i, labels[i])
+        L = np.array([inst.cost(i, v, labels[i]) for v in labs])
+        G = (Phi - Phi[a]) @ M[i]
+        if isinstance(loss, PosLearn):
+            p_y = inst.positions(labels[i])
+            pos = np.array([inst.positions(v) for v in labs])
+            for c in range(len(p_y)):
+                rows.append((n_slack, 0.0, np.zeros(d)))
+                for b in range(len(labs)):
+                    if pos[b, c] != p_y[c]:
+                        lc = inst.position_cost(c, pos[b, c], p_y[c])
+                        rows.append((n_slack, lc, lc * G[b]))
+                owner.append(i)
+                n_slack += 1
+        else:
+            rows.append((n_slack, 0.0, np.zeros(d)))
+            for b in range(len(labs)):
+                if loss.scaling == "margin":
+                    rows.append((n_slack, L[b], G[b]))
+                else:
+                    rows.append((n_slack, L[b], L[b] * G[b]))
+            owner.append(i)
+            n_slack += 1
+    S = np.array([r[0] for r in rows])
+    C = np.array([r[1] for r in rows])
+    Gz = np.array([r[2] for r in rows])
+
+    def f(x):
+        z = x[:d]
+        return 0.5 * lam * z @ z + x[d:].sum() / n
+
+    def fg(x):
+        g = np.concatenate([lam * x[:d], np.full(n_slack, 1.0 / n)])
+        return g
+
+    cons = {"type": "ineq",
+            "fun": lambda x: x[d + S] - C - Gz @ x[:d],
+            "jac": lambda x: np.hstack([-Gz, np.eye(n_slack)[S]])}
+    x0 = np.concatenate([np.zeros(d), np.full(n_slack, C.max() + 1.0)])
+    res = minimize(f, x0, jac=fg, constraints=[cons], method="SLSQP",
+                   options={"ftol": 1e-13, "maxiter": 2000})
+    assert res.success, res.message
+    return res.fun
+
+
+LOSSES = [("hinge", Hinge("margin")), ("hinge-slack", Hinge("slack")), ("poslearn", PosLearn())]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name,loss", LOSSES, ids=[n for n, _ in LOSSES])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_bcfw_reaches_the_enumerated_qp_optimum(kind, name, loss, seed):
+    inst, M, labels = instance(kind, 4, seed)
+    if name == "hinge-slack" and not inst.st.has_exact_slack:
+        pytest.skip("no exact slack-scaling oracle on this structure")
+    lam = 0.3
+    opt = qp_optimum(inst, M, labels, loss, lam)
+    problem = DenseProblem(inst, M, labels, loss)
+    z, epochs, obj, gap, _ = bcfw(problem, lam, max_iter=20000, tol=1e-7,
+                                  batch_size=2, random_state=seed)
+    # the reported objective is the primal value at z
+    vals, _ = problem.value_and_grad(z)
+    assert obj == pytest.approx(vals.mean() + 0.5 * lam * z @ z, rel=1e-12, abs=1e-14)
+    scale = max(1.0, abs(opt))
+    assert obj >= opt - 1e-7 * scale          # nothing beats the optimum
+    assert obj <= opt + 2e-6 * scale          # and BCFW reached it
+    # the certificate: obj - gap * obj is a lower bound of the optimum
+    assert gap <= 1e-7
+    assert obj * (1.0 - gap) <= opt + 1e-7 * scale
+
+
+def test_bcfw_warns_on_its_epoch_budget_and_keeps_the_best_point():
+    inst, M, labels = instance("chain", 6, 3)
+    problem = DenseProblem(inst, M, labels, Hinge("margin"))
+    with pytest.warns(ConvergenceWarning, match="BCFW stopped at max_iter=2 epochs"):
+        z, epochs, obj, gap, _ = bcfw(problem, 1e-3, max_iter=2, tol=1e-9)
+    assert epochs == 2 and gap > 1e-9
+    vals, _ = problem.value_and_grad(z)
+    assert obj == pytest.approx(vals.mean() + 0.5e-3 * z @ z)
+
+
+# --------------------------------------------------------------- feature maps
+def _explicit_map(problem, idx):
+    """``A_i`` of each example from the problem's own scores at unit vectors
+    (the scores are linear in z)."""
+    cols = []
+    for k in range(problem.n_params):
+        e = np.zeros(problem.n_params)
+        e[k] = 1.0
+        cols.append(problem.pieces(e, idx)[1])
+    return np.array(cols).T
+
+
+def _check_block_entries(problem, rng):
+    n = problem.n_samples
+    idx = np.sort(rng.choice(n, min(n, 5), replace=False))
+    idx = np.concatenate([idx, idx[:1]])  # a repeated example, as the solver asks
+    A = _explicit_map(problem, idx)
+    sizes = problem.part_sizes()[idx]
+    D = rng.randn(sizes.sum()) * (rng.rand(sizes.sum()) < 0.5)
+    cols, vals, ptr = problem.block_entries(idx, D)
+    assert len(ptr) == len(idx) + 1
+    off = np.concatenate([[0], np.cumsum(sizes)])
+    for j in range(len(idx)):
+        got = np.zeros(problem.n_params)
+        np.add.at(got, cols[ptr[j]:ptr[j + 1]], vals[ptr[j]:ptr[j + 1]])
+        want = A[off[j]:off[j + 1]].T @ D[off[j]:off[j + 1]]
+        np.testing.assert_allclose(got, want, atol=1e-10)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_block_entries_of_the_chain_problem(fit_intercept):
+    X, y = load_ewt_pos("train")
+    X, y = X[:12], y[:12]
+    est = SequenceTagger(loss="hinge", fit_intercept=fit_intercept)
+    loss = get_loss("hinge")
+    vec, tokens, off, y_int, classes, sup_ptr, sup_label, d = est._prepare(X, y, loss, False)
+    from structlearn.estimators.sequence import ChainProblem
+    problem = ChainProblem(tokens, off, y_int, len(classes), sup_ptr, sup_label, loss,
+                           fit_intercept)
+    _check_block_entries(problem, np.random.RandomState(0))
+
+
+def test_block_entries_of_the_parser_problem():
+    train = load_ewt("train")[:8]
+    est = DependencyParser(loss="hinge")
+    loss = get_loss("hinge")
+    heads, word_off, vec, cache = est._prepare([s.tokens for s in train],
+                                               [s.heads for s in train], loss, False)
+    from structlearn.estimators.parsing import ParserProblem
+    problem = ParserProblem(cache, heads, loss, True, False, vec.n_features_)
+    rng = np.random.RandomState(1)
+    # the parser has many weights: check the map on a random subset of them
+    keep = np.sort(rng.choice(problem.n_params, 60, replace=False))
+    idx = np.array([0, 3, 5, 3])
+    sizes = problem.part_sizes()[idx]
+    D = rng.randn(sizes.sum())
+    cols, vals, ptr = problem.block_entries(idx, D)
+    off = np.concatenate([[0], np.cumsum(sizes)])
+    for k in keep:
+        e = np.zeros(problem.n_params)
+        e[k] = 1.0
+        col = problem.pieces(e, idx)[1]
+        for j in range(len(idx)):
+            c, v = cols[ptr[j]:ptr[j + 1]], vals[ptr[j]:ptr[j + 1]]
+            got = v[c == k].sum()
+            assert got == pytest.approx(col[off[j]:off[j + 1]] @ D[off[j]:off[j + 1]],
+                                        abs=1e-10)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("tied", [False, True])
+def test_block_entries_of_the_linear_problem(sparse, tied):
+    import scipy.sparse as sp
+    from structlearn.structures import OrderSimplex, UnitCube
+    rng = np.random.RandomState(2)
+    X = rng.randn(9, 4) * (rng.rand(9, 4) < 0.6)
+    if sparse:
+        X = sp.csr_matrix(X)
+    if tied:
+        st = OrderSimplex(4)
+        tie = np.ones((3, 1))
+        q, y = 1, rng.randint(1, 5, 9)
+    else:
+        st = UnitCube(3)
+        tie = None
+        q, y = 3, (rng.rand(9, 3) < 0.5).astype(int)
+    problem = LinearProblem(X, y, st, Hinge(), q, True, tie=tie)
+    _check_block_entries(problem, rng)
+
+
+# ----------------------------------------------------------------- estimators
+def _fit_quietly(est, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        return est.fit(X, y)
+
+
+def test_estimators_report_the_gap_and_match_cutting_plane():
+    X, y = load_wine_quality("red")
+    X = (X - X.mean(0)) / X.std(0)
+    X, y = X[:300], y[:300]
+    a = _fit_quietly(OrdinalRegressor(loss="hinge", solver="bcfw", alpha=0.01, tol=1e-5,
+                                      max_iter=5000, random_state=0), X, y)
+    b = OrdinalRegressor(loss="hinge", solver="cutting-plane", alpha=0.01, tol=1e-8,
+                         max_iter=1000).fit(X, y)
+    assert a.solver_ == "bcfw" and 0 <= a.duality_gap_ <= 1e-5
+    assert 0 <= b.duality_gap_ <= 1e-8
+    assert a.objective_ == pytest.approx(b.objective_, rel=2e-5)
+    c = OrdinalRegressor(loss="hinge", solver="sgd", random_state=0).fit(X, y)
+    assert c.duality_gap_ is None
+
+
+@pytest.mark.parametrize("make", [
+    lambda: LabelRanker(polytope="birkhoff"), lambda: MultiLabelClassifier(),
+    lambda: OrdinalRegressor()])
+def test_fixed_size_hinge_converges_on_bundled_data(make):
+    from structlearn.datasets import load_label_ranking
+    from sklearn.preprocessing import StandardScaler
+    est = make()
+    if isinstance(est, LabelRanker):
+        X, y = load_label_ranking("stock")
+    elif isinstance(est, OrdinalRegressor):
+        X, y = load_wine_quality("red")
+    else:
+        X, y = load_label_ranking("stock")
+        y = (y <= 2).astype(int)
+    X = StandardScaler().fit_transform(X)
+    est.set_params(loss="hinge", solver="bcfw", random_state=0, alpha=1e-2)
+    _fit_quietly(est, X, y)
+    assert est.duality_gap_ <= 1e-3
+    assert est.n_iter_ < 200
+
+
+def test_chain_bcfw_deterministic_over_threads_and_seeds():
+    X, y = load_ewt_pos("train")
+    X, y = X[:60], y[:60]
+    kw = dict(loss="hinge", solver="bcfw", alpha=0.05, max_iter=15, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = SequenceTagger(n_jobs=1, **kw).fit(X, y)
+        b = SequenceTagger(n_jobs=2, **kw).fit(X, y)
+        c = SequenceTagger(n_jobs=1, **kw).fit(X, y)
+        d = SequenceTagger(n_jobs=1, **{**kw, "random_state": 4}).fit(X, y)
+    np.testing.assert_array_equal(a._z, b._z)
+    np.testing.assert_array_equal(a._z, c._z)
+    assert not np.array_equal(a._z, d._z)
+    assert a.duality_gap_ == b.duality_gap_
+
+
+def test_warm_start_reuses_the_dual_iterate():
+    X, y = load_ewt_pos("train")
+    X, y = X[:40], y[:40]
+    kw = dict(loss="hinge", solver="bcfw", tol=1e-3, max_iter=2000, random_state=0)
+    cold = _fit_quietly(SequenceTagger(alpha=0.1, **kw), X, y)
+    warm = SequenceTagger(alpha=0.2, warm_start=True, **kw)
+    _fit_quietly(warm, X, y)
+    epochs_first = warm.n_iter_
+    warm.set_params(alpha=0.1)
+    _fit_quietly(warm, X, y)
+    assert warm.duality_gap_ <= 1e-3
+    assert warm.objective_ == pytest.approx(cold.objective_, rel=2e-3)
+    assert warm.n_iter_ < cold.n_iter_, (warm.n_iter_, cold.n_iter_, epochs_first)
+    # other targets: the stored dual does not apply, the fit starts cold
+    import copy
+    y2 = [list(reversed(s)) for s in y]
+    ref = copy.deepcopy(warm)
+    del ref._dual_state
+    _fit_quietly(warm, X, y2)
+    _fit_quietly(ref, X, y2)
+    np.testing.assert_array_equal(warm._z, ref._z)
+    # a fit by another solver forgets the dual iterate
+    warm.set_params(solver="sgd", max_iter=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warm.fit(X, y)
+    assert not hasattr(warm, "_dual_state")
+
+
+def test_parser_bcfw_converges_on_a_small_treebank():
+    train = load_ewt("train")[:40]
+    est = _fit_quietly(DependencyParser(loss="hinge", solver="bcfw", alpha=0.2,
+                                        random_state=0),
+                       [s.tokens for s in train], [s.heads for s in train])
+    assert est.duality_gap_ <= 1e-3
+
+
+@pytest.mark.parametrize("loss,msg", [
+    ("crf", "solver='bcfw' trains the max-margin losses"),
+    ("sparsemap", "solver='bcfw' trains the max-margin losses"),
+    ("perceptron", "trained by the averaged perceptron"),
+])
+def test_bcfw_refuses_losses_it_cannot_train(loss, msg):
+    X, y = load_wine_quality("red")
+    with pytest.raises(ValueError, match=msg):
+        OrdinalRegressor(loss=loss, solver="bcfw").fit(X[:50], y[:50])
+
+
+def test_bcfw_needs_a_positive_alpha():
+    X, y = load_wine_quality("red")
+    with pytest.raises(ValueError, match="solver='bcfw' needs alpha > 0"):
+        OrdinalRegressor(loss="hinge", solver="bcfw", alpha=0.0).fit(X[:50], y[:50])
