@@ -923,8 +923,18 @@ def _add_vertex(ws, ids, vs, c):
     return (np.append(cs, c), idl + [ids], vl + [vs], np.append(beta, 0.0))
 
 
+def _prune(ws, beta):
+    """The working set ``ws`` with the weights ``beta``, without the
+    vertices of weight zero (the zero piece stays)."""
+    cs, idl, vl, _ = ws
+    keep = np.flatnonzero(beta > 0)
+    if len(keep) == 0 or keep[0] != 0:
+        keep = np.concatenate([[0], keep])
+    return cs[keep], [idl[a] for a in keep], [vl[a] for a in keep], beta[keep]
+
+
 def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=None,
-         verbose=0, state=None, key=None, max_inner=20):
+         verbose=0, state=None, key=None, max_inner=20, callback=None):
     r"""Block-coordinate Frank-Wolfe on the dual of a max-margin objective.
 
     Trains ``min_z P(z) = alpha/2 ||z||^2 + 1/n sum_i loss_i(A_i z)`` for a
@@ -992,7 +1002,7 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
     Parameters
     ----------
     problem : a training problem with ``part_sizes()``, ``pieces(z, idx)``
-        and ``block_entries(idx, D)`` (see :class:`LinearProblem`).
+        and ``block_entries(idx, D)`` (see ``LinearProblem``).
     alpha : float > 0
     max_iter : int
         Epochs (passes over the examples).
@@ -1003,6 +1013,9 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
         ``key`` equals ``key`` and its size fits, ignored otherwise.
     max_inner : int
         Pairwise steps per example visit.
+    callback : callable or None
+        ``callback(epoch, objective, relative_gap)`` after every epoch's
+        certificate; a true return value stops the run (no warning).
 
     Returns
     -------
@@ -1065,12 +1078,7 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
             working_set_steps(z, avg, acc, mark, touched, cols, vs, vptr, bptr, c_all,
                               beta, lam, float(n), steps, int(max_inner), gaps, d_ell)
             for j, i in enumerate(idx):
-                cs, idl, vl, _ = sets[i]
-                b = beta[bptr[j]:bptr[j + 1]]
-                keep = np.flatnonzero(b > 0)
-                if len(keep) == 0 or keep[0] != 0:  # the zero piece stays
-                    keep = np.concatenate([[0], keep])
-                sets[i] = (cs[keep], [idl[a] for a in keep], [vl[a] for a in keep], b[keep])
+                sets[i] = _prune(sets[i], beta[bptr[j]:bptr[j + 1]])
             ell_path = ell_tot + np.cumsum(d_ell)
             t = steps + 1 + np.arange(len(idx))
             ell_wsum += float(t @ ell_path)
@@ -1093,7 +1101,7 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
                   f"average {p_avg:.6g}), dual {d_best:.6g}, relative gap {rel:.3g}, "
                   f"block gaps {gap_sum:.3g}, {sum(len(ws[0]) for ws in sets) / n:.1f} "
                   f"vertices per example ({time.perf_counter() - t0:.1f}s)")
-        if rel <= tol:
+        if rel <= tol or (callback is not None and callback(epoch, p, rel)):
             break
     else:
         warnings.warn(f"BCFW stopped at max_iter={max_iter} epochs with a relative "

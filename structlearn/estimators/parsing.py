@@ -302,7 +302,7 @@ class DependencyParser(StructuredLinearModel):
     ----------
     vectorizer_ : ArcVectorizer
     coef_ : ndarray (n_features,)
-    n_iter_, objective_, solver_, loss_
+    n_iter_, objective_, solver_, loss_, duality_gap_
 
     Notes
     -----

@@ -28,19 +28,23 @@ class LabelRanker(StructuredLinearModel):
     alpha : float, default=1e-3
         L2 penalty ``alpha/2 ||W||^2`` on the mean loss.
     fit_intercept : bool, default=True
-    solver : {'auto', 'lbfgs', 'sgd', 'cutting-plane'}, default='auto'
+    solver : {'auto', 'lbfgs', 'sgd', 'bcfw', 'cutting-plane'}, default='auto'
         'auto' picks L-BFGS for smooth losses and averaged stochastic
         subgradient (averaged perceptron for 'perceptron') otherwise.
-        'cutting-plane' (bundle method, any loss but the perceptron) trains
-        to a certified duality gap ``tol`` on the true objective; it
-        penalises the intercept like the weights.
+        'bcfw' (block-coordinate Frank-Wolfe on the dual,
+        :func:`structlearn.solvers.bcfw`; the max-margin losses 'hinge',
+        'hinge-slack', 'hinge-approx-slack', 'poslearn') and
+        'cutting-plane' (bundle method, any loss but the perceptron) train
+        to a certified relative duality gap ``tol`` (``duality_gap_``);
+        both penalise the intercept like the weights.
     max_iter : int, default=None
-        L-BFGS iterations (500), SGD epochs (50) or cutting-plane
-        iterations (300).
+        L-BFGS iterations (500), SGD or BCFW epochs (50, 200) or
+        cutting-plane iterations (300).
     tol : float or None, default=None
         Stopping tolerance; None picks the solver's default: L-BFGS
         projected gradient 1e-5, SGD relative objective improvement 1e-4
-        (3 epochs of patience), cutting-plane relative duality gap 1e-4.
+        (3 epochs of patience), BCFW relative duality gap 1e-3,
+        cutting-plane relative duality gap 1e-4.
     decoding : {'map', 'calibrated'}, default='calibrated'
         'calibrated' decodes the loss's marginals for the task cost
         (Blondel 2019, Sec. 5): a sort of the marginals (Spearman) on the
@@ -64,6 +68,9 @@ class LabelRanker(StructuredLinearModel):
     n_iter_ : int
     objective_ : float
         Final regularised objective.
+    duality_gap_ : float or None
+        Relative duality gap at the stop ('bcfw', 'cutting-plane'; None
+        for the other solvers).
     """
 
     def __init__(self, polytope="permutahedron", loss="projection", alpha=1e-3,

@@ -396,15 +396,19 @@ class SequenceTagger(StructuredLinearModel):
         ``c2`` on ``n`` training sequences corresponds to ``alpha = 2 c2 / n``.
     fit_intercept : bool, default=True
         A per-tag bias (unpenalised).
-    solver : {'auto', 'lbfgs', 'sgd', 'cutting-plane'}, default='auto'
+    solver : {'auto', 'lbfgs', 'sgd', 'bcfw', 'cutting-plane'}, default='auto'
         'auto': L-BFGS for smooth losses, averaged SGD (averaged perceptron
-        for 'perceptron') otherwise.
+        for 'perceptron') otherwise.  'bcfw' trains the max-margin losses to
+        a certified duality gap (see :class:`structlearn.LabelRanker`); at
+        small ``alpha`` on large data it needs many epochs
+        (docs/benchmarks.rst).
     max_iter : int, default=None
-        L-BFGS iterations (500), SGD epochs (50), cutting-plane iterations (300).
+        L-BFGS iterations (500), SGD epochs (50), BCFW epochs (200),
+        cutting-plane iterations (300).
     tol : float, default=None
         L-BFGS: stop when the objective decreased by less than ``tol``
         (relative, default 1e-5) over the last 10 iterations -- CRFsuite's
-        ``delta``/``period`` rule.  SGD and cutting plane: as in
+        ``delta``/``period`` rule.  SGD, BCFW and cutting plane: as in
         :class:`structlearn.LabelRanker`.
     decoding : {'map', 'calibrated'}, default='map'
         'map' is Viterbi on the scores; 'calibrated' predicts each token's
@@ -438,7 +442,7 @@ class SequenceTagger(StructuredLinearModel):
     transition_ : ndarray (n_tags, n_tags)
         ``transition_[a, b]``: score of tag ``b`` following tag ``a``.
     start_, end_ : ndarray (n_tags,)
-    n_iter_, objective_, solver_, loss_
+    n_iter_, objective_, solver_, loss_, duality_gap_
 
     Notes
     -----

@@ -74,6 +74,23 @@ def _clear(acc, mark, touched, m):
 
 
 @njit(cache=True, nogil=True)
+def _gram_column(K, have, col, v0, m, acc, mark, touched, cols, vals, vptr):
+    """Fill row and column ``col`` of the Gram matrix ``K`` of the slopes of
+    vertices ``v0..v0+m-1`` (entries ``vptr``)."""
+    k = _scatter(acc, mark, touched, cols, vals, vptr[v0 + col], vptr[v0 + col + 1])
+    for b in range(m):
+        if have[b]:
+            continue
+        s = 0.0
+        for e in range(vptr[v0 + b], vptr[v0 + b + 1]):
+            s += vals[e] * acc[cols[e]]
+        K[b, col] = s
+        K[col, b] = s
+    _clear(acc, mark, touched, k)
+    have[col] = True
+
+
+@njit(cache=True, nogil=True)
 def working_set_steps(z, avg, acc, mark, touched, cols, vals, vptr, bptr, c, beta, lam, n,
                       step0, max_inner, gaps, d_ell):
     """Exact block steps over each block's working set, one block after another.
@@ -93,7 +110,8 @@ def working_set_steps(z, avg, acc, mark, touched, cols, vals, vptr, bptr, c, bet
     pairwise steps (SMO): move weight from the worst weighted vertex to the
     best one by the exact line search, until their values agree to 1e-12
     or ``max_inner`` steps; ``h`` is kept current through the Gram matrix
-    of the block's slopes.  ``z`` then moves by ``-1/(lam n) sum_v
+    of the block's slopes, whose columns are computed when a step first
+    needs them.  ``z`` then moves by ``-1/(lam n) sum_v
     dbeta_v g_v`` and ``avg`` takes the lazy weighted average of the
     iterates (step ``t`` weighted ``t``, Lacoste-Julien et al. 2013; block
     ``j`` is step ``t = step0 + j + 1``): with ``T_t = t (t + 1) / 2``, a step
@@ -112,20 +130,16 @@ def working_set_steps(z, avg, acc, mark, touched, cols, vals, vptr, bptr, c, bet
         v0 = bptr[j]
         m = bptr[j + 1] - v0
         h = np.empty(m)
-        K = np.empty((m, m))
         for a in range(m):
-            k = _scatter(acc, mark, touched, cols, vals, vptr[v0 + a], vptr[v0 + a + 1])
             s = 0.0
-            for r in range(k):
-                s += acc[touched[r]] * z[touched[r]]
+            for e in range(vptr[v0 + a], vptr[v0 + a + 1]):
+                s += vals[e] * z[cols[e]]
             h[a] = c[v0 + a] + s
-            for b in range(a, m):
-                s = 0.0
-                for e in range(vptr[v0 + b], vptr[v0 + b + 1]):
-                    s += vals[e] * acc[cols[e]]
-                K[a, b] = s
-                K[b, a] = s
-            _clear(acc, mark, touched, k)
+        # the Gram matrix of the slopes, a column when a step first needs it
+        # (a step reads the columns of its two vertices; most visits move
+        # weight among a few of them, so this is O(m) columns short of m^2)
+        K = np.empty((m, m))
+        have = np.zeros(m, dtype=np.bool_)
         old = beta[v0:v0 + m].copy()
         b_ = beta[v0:v0 + m]
         hmax = h.max()
@@ -148,6 +162,9 @@ def working_set_steps(z, avg, acc, mark, touched, cols, vals, vptr, bptr, c, bet
             diff = h[up] - h[dn]
             if not diff > 1e-12 * max(1.0, abs(h[up])):
                 break
+            for col in (up, dn):
+                if not have[col]:
+                    _gram_column(K, have, col, v0, m, acc, mark, touched, cols, vals, vptr)
             curv = K[up, up] + K[dn, dn] - 2.0 * K[up, dn]
             gamma = b_[dn]
             if curv > 0.0 and scale * diff / curv < gamma:
