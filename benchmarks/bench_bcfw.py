@@ -17,10 +17,16 @@ Tasks:
   each epoch against the time elapsed (ratio to the CRF's fit time), and the
   hinge by SGD (10 epochs, the earlier benchmark setting) for F1.
 
+* ``alpha``: why CoNLL-2000 converges slowly -- the first 2,000 training
+  sentences, margin-scaled hinge by BCFW at ``alpha * n`` = 2 (the
+  benchmark setting), 20 and 200: the epochs (and seconds) each needs to
+  reach a relative gap of 1e-1, 1e-2 and 1e-3.
+
 Usage::
 
     python benchmarks/bench_bcfw.py --task fixed
     python benchmarks/bench_bcfw.py --task conll2000 --epochs 60
+    python benchmarks/bench_bcfw.py --task alpha --epochs 200
 """
 
 import os
@@ -34,7 +40,6 @@ import time  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import numpy as np  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
@@ -167,14 +172,60 @@ def run_conll(epochs, n_jobs):
     print(text)
 
 
+def run_alpha(epochs, n_jobs):
+    from structlearn import solvers
+    X, y = conll2000_xy("train")
+    X, y = X[:2000], y[:2000]
+    n = len(X)
+    rows = []
+    for an in (2.0, 20.0, 200.0):
+        reached = {}
+        t0 = [0.0]
+
+        def cb(e, p, r):
+            for level in (1e-1, 1e-2, 1e-3):
+                if r <= level and level not in reached:
+                    reached[level] = (e, time.perf_counter() - t0[0])
+            return False
+
+        import structlearn.estimators._base as base
+        orig = solvers.bcfw
+        base.bcfw = lambda *a, **kw: orig(*a, **{**kw, "callback": cb})
+        est = SequenceTagger(loss="hinge", solver="bcfw", alpha=an / n, tol=1e-3,
+                             max_iter=epochs, n_jobs=n_jobs, random_state=0)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                t0[0] = time.perf_counter()
+                est.fit(X, y)
+        finally:
+            base.bcfw = orig
+        row = [f"{an:g}", f"{an / n:.1e}"]
+        for level in (1e-1, 1e-2, 1e-3):
+            e = reached.get(level)
+            row.append(f"{e[0]} ({e[1]:.0f} s)" if e else f"> {epochs}")
+        row.append(f"{est.duality_gap_:.1e}")
+        rows.append(row)
+        print(" | ".join(row), flush=True)
+    text = ("# BCFW on 2,000 CoNLL-2000 sentences: epochs to a relative gap, by alpha\n\n"
+            f"`python benchmarks/bench_bcfw.py --task alpha --epochs {epochs}` "
+            f"(n_jobs={n_jobs})\n\n{machine_info()}\n\n"
+            + md_table(["alpha * n", "alpha", "gap 1e-1", "gap 1e-2", "gap 1e-3",
+                        "final gap"], rows) + "\n")
+    (RESULTS / "bcfw_alpha.md").write_text(text)
+    print(text)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--task", choices=("fixed", "conll2000"), default="fixed")
+    ap.add_argument("--task", choices=("fixed", "conll2000", "alpha"), default="fixed")
     ap.add_argument("--epochs", type=int, default=60)
     ap.add_argument("--n-jobs", type=int, default=2)
     args = ap.parse_args()
     if args.task == "fixed":
         run_fixed()
+    elif args.task == "alpha":
+        run_alpha(args.epochs, args.n_jobs)
     else:
         run_conll(args.epochs, args.n_jobs)
 

@@ -752,8 +752,12 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
         best = min(best, f)
     else:
         if not perceptron and max_iter > 1:
-            warnings.warn(f"SGD did not converge in max_iter={max_iter} epochs; "
-                          f"increase max_iter or tol.", ConvergenceWarning)
+            warnings.warn(f"SGD did not converge: it stopped on its epoch budget "
+                          f"(max_iter={max_iter}) while the objective still improved by "
+                          f"more than tol={tol} (objective {f:.6g}), so the model is not "
+                          f"at the optimum of its loss; increase max_iter or tol, or use "
+                          f"solver='bcfw' (max-margin losses) or 'lbfgs' (smooth ones), "
+                          f"which certify their solution.", ConvergenceWarning)
     z_avg = it.average()
     if perceptron:
         f = objective(problem, z_avg, 0.0)
@@ -1101,7 +1105,8 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
                   f"average {p_avg:.6g}), dual {d_best:.6g}, relative gap {rel:.3g}, "
                   f"block gaps {gap_sum:.3g}, {sum(len(ws[0]) for ws in sets) / n:.1f} "
                   f"vertices per example ({time.perf_counter() - t0:.1f}s)")
-        if rel <= tol or (callback is not None and callback(epoch, p, rel)):
+        stop = callback is not None and callback(epoch, p, rel)
+        if rel <= tol or stop:
             break
     else:
         warnings.warn(f"BCFW stopped at max_iter={max_iter} epochs with a relative "
