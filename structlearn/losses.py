@@ -141,7 +141,14 @@ class Hinge(Loss):
         if self.scaling == "margin":
             aug = theta + structure.cost_vector(phi)
             phi_hat = structure.encode(structure.argmax(aug))
-            return np.maximum(structure.dot(aug, phi_hat - phi), 0.0), phi_hat - phi
+            value = structure.dot(aug, phi_hat - phi)
+            # the loss is max(0, ...): where the truth's own (zero) piece is
+            # the maximum -- a truth outside the decoder's set, e.g. a
+            # non-projective tree under projective=True -- its slope is 0,
+            # so that (value, grad) is always a piece of the loss (the dual
+            # solver reads its offset off them)
+            grad = np.where(structure.per_sample(value > 0), phi_hat - phi, 0.0)
+            return np.maximum(value, 0.0), grad
         if self.scaling == "slack":
             phi_hat = structure.slack_violator(theta, y)
         else:

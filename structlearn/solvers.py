@@ -756,8 +756,8 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
                           f"(max_iter={max_iter}) while the objective still improved by "
                           f"more than tol={tol} (objective {f:.6g}), so the model is not "
                           f"at the optimum of its loss; increase max_iter or tol, or use "
-                          f"solver='bcfw' (max-margin losses) or 'lbfgs' (smooth ones), "
-                          f"which certify their solution.", ConvergenceWarning)
+                          f"solver='lbfgs' (smooth losses) or solver='bcfw' (max-margin "
+                          f"losses, with a certified duality gap).", ConvergenceWarning)
     z_avg = it.average()
     if perceptron:
         f = objective(problem, z_avg, 0.0)
@@ -921,7 +921,7 @@ def _add_vertex(ws, ids, vs, c):
     unless it holds it already."""
     cs, idl, vl, beta = ws
     for a in range(len(idl)):
-        if len(idl[a]) == len(ids) and np.array_equal(idl[a], ids) and \
+        if cs[a] == c and len(idl[a]) == len(ids) and np.array_equal(idl[a], ids) and \
                 np.array_equal(vl[a], vs):
             return ws
     return (np.append(cs, c), idl + [ids], vl + [vs], np.append(beta, 0.0))
@@ -974,10 +974,12 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
     working set (the vertices with positive weight, and the zero piece).
     The dual restricted to that set, with the other examples fixed, is a
     small concave quadratic in ``beta_i``; pairwise steps -- weight moved
-    from the worst weighted vertex to the best one with the exact line
-    search -- maximise it (:func:`structlearn.kernels.dual.working_set_steps`).
-    The first of them is the pairwise Frank-Wolfe step towards the oracle's
-    vertex; the others re-use the cached vertices without an oracle call.
+    from the worst weighted vertex to the best one at the current iterate,
+    with the exact line search -- maximise it
+    (:func:`structlearn.kernels.dual.working_set_steps`).  Usually the first
+    of them is the pairwise Frank-Wolfe step towards the oracle's vertex (a
+    batch's oracles ran at the batch's first iterate, so an older vertex may
+    be the best by then); the others re-use the cached vertices.
     Vertices whose weight reaches zero leave the set.  An epoch is one pass
     with oracle calls followed by ``cache_passes`` passes that only re-solve
     the working sets (Shah, Kolmogorov & Lampert, CVPR 2015; Osokin et al.

@@ -392,3 +392,102 @@ def test_bcfw_needs_a_positive_alpha():
     X, y = load_wine_quality("red")
     with pytest.raises(ValueError, match="solver='bcfw' needs alpha > 0"):
         OrdinalRegressor(loss="hinge", solver="bcfw", alpha=0.0).fit(X[:50], y[:50])
+
+
+# ------------------------------------------------------------ the certificate
+def _dual_value(problem, state, lam):
+    """``-lam/2 ||w||^2 + l`` of a returned dual iterate, recomputed from its
+    working sets (``w = -1/(lam n) sum_i M_i^T m_i``)."""
+    n = problem.n_samples
+    w = np.zeros(problem.n_params)
+    ell = 0.0
+    for i, (c, ids, vals, beta) in enumerate(state.sets):
+        assert beta.min() >= 0 and beta.sum() == pytest.approx(1.0)
+        m = np.zeros(problem.M[i].shape[0])
+        for b, ix, v in zip(beta, ids, vals):
+            m[ix] += b * v
+        w -= problem.M[i].T @ m / (lam * n)
+        ell += float(beta @ c) / n
+    return -0.5 * lam * w @ w + ell
+
+
+@pytest.mark.parametrize("kind", ["cube", "perm", "chain", "tree"])
+def test_the_dual_iterate_is_a_lower_bound_of_the_optimum(kind):
+    inst, M, labels = instance(kind, 4, 5)
+    lam = 0.3
+    loss = Hinge("margin")
+    opt = qp_optimum(inst, M, labels, loss, lam)
+    problem = DenseProblem(inst, M, labels, loss)
+    z, _, obj, gap, state = bcfw(problem, lam, max_iter=300, tol=1e-9, random_state=0)
+    dual = _dual_value(problem, state, lam)
+    assert dual <= opt + 1e-9
+    assert dual >= opt - 1e-4 * max(1.0, abs(opt))
+
+
+@pytest.mark.parametrize("seed", [8, 13, 21])
+def test_certificate_holds_when_the_truth_is_outside_the_decoders_set(seed):
+    # non-projective gold trees under projective decoding: the margin hinge's
+    # maximum is then often the truth's own zero piece, whose slope is 0
+    # (seeds 8 and 13 put the dual above the primal when the clamped value
+    # came with the violator's slope)
+    inst = make_inst("tree", n=3, lengths=[4, 4, 4], single_root=True, projective=True)
+    labels = [np.array([3, 4, 0, 3])] * 3       # arcs 3->1 and 4->2 cross
+    rng = np.random.RandomState(seed)
+    M = [rng.randn(s, 4) for s in inst.sizes()]
+    lam = 0.05
+    problem = DenseProblem(inst, M, labels, Hinge("margin"))
+    z, _, obj, gap, state = bcfw(problem, lam, max_iter=200, tol=1e-8, random_state=0)
+    dual = _dual_value(problem, state, lam)
+
+    def primal(x):
+        return problem.value_and_grad(x)[0].mean() + 0.5 * lam * x @ x
+
+    points = [z] + [z + 0.3 * rng.randn(len(z)) for _ in range(30)]
+    assert dual <= min(primal(x) for x in points) + 1e-9
+    assert obj * (1.0 - gap) <= dual + 1e-9 * max(1.0, abs(dual))
+
+
+def test_one_pairwise_step_is_the_exact_line_search():
+    # block of two vertices: the zero piece (all the weight) and (c, g);
+    # f(gamma) = gamma c / n - lam/2 ||z0 - gamma g / (lam n)||^2 is maximised
+    # at gamma = lam n (c + <g, z0>) / ||g||^2, clipped to [0, 1]
+    from structlearn.kernels.dual import working_set_steps
+    rng = np.random.RandomState(0)
+    lam, n = 0.3, 7.0
+    for c in (0.05, 0.4, 5.0):
+        z0 = rng.randn(5)
+        g = rng.randn(5)
+        cols = np.concatenate([np.arange(5), [2]])   # a duplicate entry
+        vals = np.concatenate([g, [0.0]])
+        vptr = np.array([0, 0, 6])
+        z, avg = z0.copy(), np.zeros(5)
+        beta = np.array([1.0, 0.0])
+        gaps, d_ell = np.empty(1), np.empty(1)
+        working_set_steps(z, avg, np.zeros(5), np.zeros(5, dtype=np.bool_),
+                          np.empty(6, dtype=np.int64), cols, vals, vptr,
+                          np.array([0, 2]), np.array([0.0, c]), beta, lam, n, 0, 1,
+                          gaps, d_ell)
+        gamma = min(1.0, max(0.0, lam * n * (c + g @ z0) / (g @ g)))
+        assert beta[1] == pytest.approx(gamma, rel=1e-12)
+        np.testing.assert_allclose(z, z0 - gamma / (lam * n) * g, rtol=1e-12)
+        assert d_ell[0] == pytest.approx(gamma * c / n)
+        assert gaps[0] == pytest.approx(max(0.0, (c + g @ z0)) / n)
+
+
+def test_warm_start_key_covers_the_loss_parameters():
+    X, y = load_ewt_pos("train")
+    X, y = X[:20], y[:20]
+    est = SequenceTagger(loss=Hinge("approx-slack", n_search=6), solver="bcfw",
+                         warm_start=True, max_iter=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, y)
+        key = est._dual_state.key
+        est.set_params(loss=Hinge("approx-slack", n_search=8))
+        est.fit(X, y)
+    assert est._dual_state.key != key
+    # without warm_start no dual iterate is kept on the estimator
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        plain = SequenceTagger(loss="hinge", solver="bcfw", max_iter=2).fit(X, y)
+    assert not hasattr(plain, "_dual_state") and not hasattr(plain, "_last_state")

@@ -238,9 +238,12 @@ class StructuredLinearModel(BaseEstimator):
         self.solver_ = solver
         self.n_iter_ = n_iter
         self.objective_ = obj
-        self.duality_gap_ = self._last_gap
+        self.duality_gap_ = self.__dict__.pop("_last_gap", None)
+        state = self.__dict__.pop("_last_state", None)
+        # the dual iterate is kept only where it will be used (it is as large
+        # as the working sets of every example)
         if solver == "bcfw" and self.warm_start:
-            self._dual_state = self._last_state
+            self._dual_state = state
         else:
             self.__dict__.pop("_dual_state", None)
         if self.verbose:

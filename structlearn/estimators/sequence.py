@@ -395,7 +395,8 @@ class SequenceTagger(StructuredLinearModel):
         L2 penalty of the mean loss, ``alpha/2 ||w||^2``.  CRFsuite's
         ``c2`` on ``n`` training sequences corresponds to ``alpha = 2 c2 / n``.
     fit_intercept : bool, default=True
-        A per-tag bias (unpenalised).
+        A per-tag bias (unpenalised, except by ``solver='bcfw'`` and
+        ``'cutting-plane'``, which penalise every weight).
     solver : {'auto', 'lbfgs', 'sgd', 'bcfw', 'cutting-plane'}, default='auto'
         'auto': L-BFGS for smooth losses, averaged SGD (averaged perceptron
         for 'perceptron') otherwise.  'bcfw' trains the max-margin losses to
