@@ -18,6 +18,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
     os.environ.setdefault(_var, "1")
 
 import csv  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -132,6 +133,30 @@ def write_csv(path, rows, fields=None):
         w.writeheader()
         for r in rows:
             w.writerow(r)
+
+
+@contextmanager
+def bcfw_trace():
+    """Inside the block, every BCFW run of an estimator records
+    ``(epoch, seconds since the block began, objective, relative gap)``
+    after each epoch in the list this yields."""
+    import structlearn.estimators._base as base
+    from structlearn import solvers
+
+    trace = []
+    t0 = time.perf_counter()
+    orig = solvers.bcfw
+
+    def traced(*args, **kw):
+        def record(epoch, objective, gap):
+            trace.append((epoch, time.perf_counter() - t0, objective, gap))
+        return orig(*args, **{**kw, "callback": record})
+
+    base.bcfw = traced
+    try:
+        yield trace
+    finally:
+        base.bcfw = orig
 
 
 def md_table(header, rows):

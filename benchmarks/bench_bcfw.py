@@ -45,7 +45,7 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine_info, md_table  # noqa: E402
+from _common import RESULTS, bcfw_trace, machine_info, md_table  # noqa: E402
 from _seq_common import SHARED, conll2000_xy  # noqa: E402
 
 from structlearn import LabelRanker, MultiLabelClassifier, OrdinalRegressor, \
@@ -119,32 +119,13 @@ def run_conll(epochs, n_jobs):
     f_crf = chunk_f1(yt, crf.predict(Xt))
     print(f"CRF: {t_crf:.1f}s, {crf.n_iter_} iterations, F1 {f_crf:.4f}", flush=True)
 
-    trace = []
-    t0 = [time.perf_counter()]
-
-    class Traced(SequenceTagger):
-        def _run_solver(self, solver, problem, z0, loss, targets=()):
-            from structlearn import solvers
-            orig = solvers.bcfw
-
-            def traced(*a, **kw):
-                kw["callback"] = lambda e, p, r: trace.append(
-                    (e, time.perf_counter() - t0[0], p, r)) and False
-                return orig(*a, **kw)
-            import structlearn.estimators._base as base
-            base.bcfw = traced
-            try:
-                return super()._run_solver(solver, problem, z0, loss, targets)
-            finally:
-                base.bcfw = orig
-
-    est = Traced(loss="hinge", solver="bcfw", alpha=alpha, tol=1e-3, max_iter=epochs,
-                 n_jobs=n_jobs, random_state=0)
-    with warnings.catch_warnings():
+    est = SequenceTagger(loss="hinge", solver="bcfw", alpha=alpha, tol=1e-3,
+                         max_iter=epochs, n_jobs=n_jobs, random_state=0)
+    with warnings.catch_warnings(), bcfw_trace() as trace:
         warnings.simplefilter("ignore", ConvergenceWarning)
-        t0[0] = time.perf_counter()
+        t = time.perf_counter()
         est.fit(X, y)
-    t_bcfw = time.perf_counter() - t0[0]
+        t_bcfw = time.perf_counter() - t
     f_bcfw = chunk_f1(yt, est.predict(Xt))
     t = time.perf_counter()
     with warnings.catch_warnings():
@@ -173,33 +154,21 @@ def run_conll(epochs, n_jobs):
 
 
 def run_alpha(epochs, n_jobs):
-    from structlearn import solvers
     X, y = conll2000_xy("train")
     X, y = X[:2000], y[:2000]
     n = len(X)
     rows = []
     for an in (2.0, 20.0, 200.0):
-        reached = {}
-        t0 = [0.0]
-
-        def cb(e, p, r):
-            for level in (1e-1, 1e-2, 1e-3):
-                if r <= level and level not in reached:
-                    reached[level] = (e, time.perf_counter() - t0[0])
-            return False
-
-        import structlearn.estimators._base as base
-        orig = solvers.bcfw
-        base.bcfw = lambda *a, **kw: orig(*a, **{**kw, "callback": cb})
         est = SequenceTagger(loss="hinge", solver="bcfw", alpha=an / n, tol=1e-3,
                              max_iter=epochs, n_jobs=n_jobs, random_state=0)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                t0[0] = time.perf_counter()
-                est.fit(X, y)
-        finally:
-            base.bcfw = orig
+        with warnings.catch_warnings(), bcfw_trace() as trace:
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est.fit(X, y)
+        reached = {}
+        for e, secs, _, r in trace:
+            for level in (1e-1, 1e-2, 1e-3):
+                if r <= level and level not in reached:
+                    reached[level] = (e, secs)
         row = [f"{an:g}", f"{an / n:.1e}"]
         for level in (1e-1, 1e-2, 1e-3):
             e = reached.get(level)

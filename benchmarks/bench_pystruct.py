@@ -133,10 +133,9 @@ def main():
 
     from sklearn.exceptions import ConvergenceWarning
 
-    import structlearn.estimators._base as base
-    from structlearn import SequenceTagger, solvers
+    from structlearn import SequenceTagger
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _common import RESULTS, machine_info, md_table
+    from _common import RESULTS, bcfw_trace, machine_info, md_table
 
     X, y, off, K = features(args.n)
     n = len(X)
@@ -152,28 +151,16 @@ def main():
             sys.exit(res.stderr)
         ps = json.loads(res.stdout.strip().splitlines()[-1])
 
-    trace = []
-    t0 = [0.0]
-    orig = solvers.bcfw
-
-    def traced(*a, **kw):
-        kw["callback"] = lambda e, p, r: trace.append((e, time.perf_counter() - t0[0], p, r)) \
-            and False
-        return orig(*a, **kw)
-
     est = SequenceTagger(loss="hinge", solver="bcfw", alpha=alpha, fit_intercept=False,
                          feature_support="all", tol=1e-4, max_iter=args.epochs, n_jobs=1,
                          random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         SequenceTagger(loss="hinge", solver="bcfw", max_iter=1).fit(X[:5], y[:5])  # compile
-        base.bcfw = traced
-        try:
-            t0[0] = time.perf_counter()
+        with bcfw_trace() as trace:
+            t = time.perf_counter()
             est.fit(X, y)
-        finally:
-            base.bcfw = orig
-    t_ours = time.perf_counter() - t0[0]
+            t_ours = time.perf_counter() - t
     scale = C * n
     opt = ps["oneslack_primal"]
     rows = []

@@ -30,7 +30,7 @@ from joblib import effective_n_jobs
 from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 
-from .kernels.dual import outer_entries, scatter_entries, working_set_steps
+from .kernels.dual import outer_entries, working_set_steps
 from .kernels.maps import explicit_vertices_map
 from .kernels.sparsemap import sparsemap_active_set
 
@@ -91,6 +91,16 @@ def thread_map(fn, items, n_threads):
             pool = _POOLS[n_threads] = ThreadPoolExecutor(
                 n_threads, thread_name_prefix=f"structlearn-{n_threads}")
     return list(pool.map(fn, items))
+
+
+def split_concat(fn, idx, n_threads):
+    """``fn(idx)`` computed on ``idx`` split into contiguous parts over
+    ``n_threads`` threads (:func:`thread_map`), its tuple of arrays
+    concatenated part after part -- the same numbers for any thread count
+    when ``fn`` is per example."""
+    k = n_workers(n_threads, len(idx))
+    res = thread_map(fn, np.array_split(idx, k), k) if k > 1 else [fn(idx)]
+    return tuple(np.concatenate([r[i] for r in res]) for i in range(len(res[0])))
 
 
 def loss_value_and_grad(loss, theta, y, structure, n_jobs=None):
@@ -912,7 +922,7 @@ def _primal_from_dual(problem, sets, sizes, lam, batch=256):
         idx = np.arange(s, min(n, s + batch))
         D, rep = _set_matrix(sets, idx, sizes, weighted=True)
         cols, vals, _ = problem.block_entries(rep, D)
-        scatter_entries(cols, vals, -1.0 / (lam * n), z)
+        np.add.at(z, cols, vals * (-1.0 / (lam * n)))
     return z
 
 

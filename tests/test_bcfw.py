@@ -221,12 +221,17 @@ def _check_block_entries(problem, rng):
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_block_entries_of_the_chain_problem(fit_intercept):
+@pytest.mark.parametrize("binary", [True, False])
+def test_block_entries_of_the_chain_problem(fit_intercept, binary):
     X, y = load_ewt_pos("train")
     X, y = X[:12], y[:12]
+    if not binary:  # real-valued token features (2-D arrays): the data path
+        rng = np.random.RandomState(4)
+        X = [rng.randn(len(s), 5) * (rng.rand(len(s), 5) < 0.7) for s in y]
     est = SequenceTagger(loss="hinge", fit_intercept=fit_intercept)
     loss = get_loss("hinge")
     vec, tokens, off, y_int, classes, sup_ptr, sup_label, d = est._prepare(X, y, loss, False)
+    assert (len(tokens.data) == 0) == binary
     from structlearn.estimators.sequence import ChainProblem
     problem = ChainProblem(tokens, off, y_int, len(classes), sup_ptr, sup_label, loss,
                            fit_intercept)

@@ -13,7 +13,7 @@ from ..kernels.arcs import arc_grad, arc_grad_entries, arc_scores
 from ..kernels.tree import projective_trees, tree_arc_offsets, validate_heads
 from ..losses import get_loss
 from ..metrics import uas
-from ..solvers import n_workers, thread_map
+from ..solvers import n_workers, split_concat, thread_map
 from ..structures.base import SupportCache
 from ..structures.tree import Tree
 from ._base import StructuredLinearModel, uses_active_set
@@ -180,9 +180,7 @@ class ParserProblem:
             vals, G, _, theta = self._batch_losses(z, sub, 1.0, with_scores=True)
             return vals, theta, G
 
-        k = n_workers(self.n_threads, len(idx))
-        res = thread_map(run, np.array_split(idx, k), k) if k > 1 else [run(idx)]
-        return tuple(np.concatenate([r[i] for r in res]) for i in range(3))
+        return split_concat(run, idx, self.n_threads)
 
     def block_entries(self, idx, D):
         """Per sentence of ``idx``, the entries of ``A_i^T D_i`` for a flat

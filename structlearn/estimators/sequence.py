@@ -25,7 +25,7 @@ from ..kernels.linear import (
     support_scores,
 )
 from ..losses import CRF, get_loss
-from ..solvers import n_workers, thread_map
+from ..solvers import n_workers, split_concat, thread_map
 from ..structures.base import SupportCache
 from ..structures.chain import Chain
 from ._base import StructuredLinearModel, uses_active_set
@@ -330,9 +330,7 @@ class ChainProblem:
             vals, G = self.loss.value_and_grad(theta, batch.y, batch.structure)
             return vals, theta, np.asarray(G, dtype=np.float64)
 
-        k = n_workers(self.n_threads, len(idx))
-        res = thread_map(run, np.array_split(idx, k), k) if k > 1 else [run(idx)]
-        return tuple(np.concatenate([r[i] for r in res]) for i in range(3))
+        return split_concat(run, idx, self.n_threads)
 
     def block_entries(self, idx, D):
         """Per sequence of ``idx``, the entries of ``A_i^T D_i`` for a flat

@@ -13,13 +13,6 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def scatter_entries(cols, vals, scale, out):
-    """``out[cols] += scale * vals`` over duplicate entries."""
-    for e in range(len(cols)):
-        out[cols[e]] += scale * vals[e]
-
-
-@njit(cache=True, nogil=True)
 def outer_entries(indptr, indices, data, Dt, n_cols, D, bias_off):
     """Entries of ``A_i^T d_i`` for fixed-size linear rows
     ``theta_i = W x_i + b`` (``W`` row-major ``(q, n_cols)``; ``Dt`` the
