@@ -41,11 +41,14 @@ class Loss(BaseEstimator):
     * ``piecewise_affine``: a maximum of finitely many functions affine in
       the scores, ``max_y c(y) + <a(y), theta>``, whose ``value_and_grad``
       returns the value and slope ``a`` of a maximising piece -- the oracle
-      of the dual solver :func:`structlearn.solvers.bcfw`.
+      of the dual solver :func:`structlearn.solvers.bcfw`;
+    * ``perceptron_update``: trained by the averaged perceptron (unit steps,
+      no penalty), never by a regularised solver, whose optimum would be 0.
     """
 
     smooth = False
     piecewise_affine = False
+    perceptron_update = False
     name = "loss"
 
     def check(self, structure):
@@ -71,6 +74,7 @@ class Perceptron(Loss):
 
     name = "perceptron"
     piecewise_affine = True
+    perceptron_update = True
 
     def value_and_grad(self, theta, y, structure):
         phi = structure.encode(y)

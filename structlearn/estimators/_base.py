@@ -33,7 +33,7 @@ def choose_solver(solver, loss, alpha):
     solution, is not the default: at the small ``alpha`` of large tagging
     and parsing problems it needs hundreds of epochs (docs/benchmarks.rst).
     """
-    perceptron = isinstance(loss, Perceptron)
+    perceptron = loss.perceptron_update
     if solver == "auto":
         solver = "lbfgs" if loss.smooth else "sgd"
     if solver == "lbfgs" and not loss.smooth:
@@ -283,7 +283,7 @@ class StructuredLinearModel(BaseEstimator):
             return z, n_iter, obj
         return sgd(problem, alpha, z0, tol=tol, verbose=self.verbose,
                    max_iter=max_iter, random_state=self.random_state,
-                   perceptron=isinstance(loss, Perceptron))
+                   perceptron=loss.perceptron_update)
 
     # ---------------------------------------------------------------- predict
     def decision_function(self, X):
