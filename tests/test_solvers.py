@@ -1,6 +1,7 @@
 """The generic solvers on small problems with known solutions."""
 
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -256,3 +257,64 @@ def test_fit_and_predict_run_blas_on_at_most_n_jobs_threads(monkeypatch):
     est = MultiLabelClassifier(loss="crf", n_jobs=2, max_iter=5).fit(X, Y)
     est.predict(X)
     assert seen == [2, 2]   # once around the solver, once around the scores
+
+
+def test_sgd_step_calibration_returns_the_best_trial_of_its_grid():
+    """The calibrated step is the one whose trial run (the run's own
+    schedule, averaged over its last pass) scores best among the steps the
+    search tried, checked against trials recomputed here independently."""
+    from structlearn.losses import get_loss
+    from structlearn.solvers import LinearProblem, _calibrate_eta0
+    from structlearn.structures import UnitCube
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(120, 6)
+    Y = (X @ rng.randn(6, 4) + 0.3 * rng.randn(120, 4) > 0).astype(float)
+    problem = LinearProblem(X, Y, UnitCube(4), get_loss("hinge"), 4)
+    alpha, z0 = 1e-2, np.zeros(problem.n_params)
+    pen = problem.penalized
+
+    def score(eta, batch=16):
+        z, t, avg = z0.copy(), 0, []
+        for p in range(2):
+            for s in range(0, 120, batch):
+                idx = np.arange(s, min(s + batch, 120))
+                _, g = problem.value_and_grad(z, idx)
+                step = eta / (1 + alpha * eta * t)
+                z[pen] *= 1 - step * alpha
+                z -= step / len(idx) * g
+                t += 1
+                if p == 1:
+                    avg.append(z.copy())
+        za = np.mean(avg, axis=0)
+        vals, _ = problem.value_and_grad(za, np.arange(120))
+        return vals.mean() + 0.5 * alpha * za[pen] @ za[pen]
+
+    eta = _calibrate_eta0(problem, alpha, z0, np.random.RandomState(0), 16)
+    eta_init = 1.0 / np.mean(problem.sq_norms())
+    k = np.log(eta / eta_init) / np.log(4.0)
+    assert abs(k - round(k)) < 1e-9               # on the grid eta_init * 4^k
+    f = score(eta)
+    for nb in (eta * 4, eta / 4):                 # neighbours score no better
+        assert f <= score(nb) + 1e-9
+
+
+def test_sgd_trains_poslearn_from_the_all_ties_start():
+    """PosLearn's subgradient at the all-zero start (every structure ties)
+    is no descent direction, so a short trial increases the objective for
+    every step size.  The calibration must still pick a step that trains:
+    the former rule halved to its floor and 10 epochs left the objective
+    where it started."""
+    from structlearn import SequenceTagger
+    from structlearn.datasets import load_ewt_pos
+
+    X, y = load_ewt_pos()
+    X, y = X[:400], y[:400]
+    est = SequenceTagger(loss="poslearn", solver="sgd", alpha=2.0 / len(X), max_iter=10,
+                         random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, y)
+    # the objective at zero is the mean number of positions (every hinge is 1)
+    f_start = np.mean([len(s) for s in y])
+    assert est.objective_ < 0.6 * f_start
