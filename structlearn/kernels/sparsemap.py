@@ -312,6 +312,46 @@ def _gram_append(G, V, slot, m, nzi, nnzu):
 
 
 @njit(cache=True)
+def _find_duplicate(V, slot, nrm2, m, out, onz, k_o, nrm_o):
+    """Position among the ``m`` active vertices of a vertex equal to ``out``
+    (nonzeros ``onz[:k_o]``, squared norm ``nrm_o``), or -1.  A sparse
+    distance filter (exact for 0/1 vertices) runs first; the dense exact
+    test only for the vertices that pass it."""
+    p = out.shape[0]
+    for i in range(m):
+        si = slot[i]
+        acc = 0.0
+        for k in range(k_o):
+            q = onz[k]
+            acc += V[si, q] * out[q]
+        dist2 = nrm2[si] - 2.0 * acc + nrm_o
+        if dist2 <= 1e-8 * (nrm2[si] + nrm_o) + 1e-20:
+            same = True
+            for q in range(p):
+                if abs(V[si, q] - out[q]) >= 1e-12:
+                    same = False
+                    break
+            if same:
+                return i
+    return -1
+
+
+@njit(cache=True)
+def _nonzeros(out, onz):
+    """Indices of the nonzeros of ``out`` into ``onz``; returns their count
+    and the squared norm."""
+    k_o = 0
+    nrm_o = 0.0
+    for q in range(out.shape[0]):
+        v = out[q]
+        if v != 0.0:
+            onz[k_o] = q
+            k_o += 1
+            nrm_o += v * v
+    return k_o, nrm_o
+
+
+@njit(cache=True)
 def _grow_rows(A, n):
     """``A`` with its first dimension enlarged to ``n`` (new rows zero)."""
     B = np.zeros((n,) + A.shape[1:], dtype=A.dtype)
@@ -420,8 +460,9 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
     if m0 > 0 and V0.shape[1] != p:
         raise ValueError("initial vertices must have as many parts as eta")
     ca = min(cap, max(12, m0 + 4))
-    V = np.zeros((ca, p))
-    nzi = np.zeros((ca, p), dtype=np.int64)
+    # (rows of V and nzi are written by _store_vertex before they are read)
+    V = np.empty((ca, p))
+    nzi = np.empty((ca, p), dtype=np.int64)
     nnz = np.zeros(ca, dtype=np.int64)
     nnzu = np.zeros(ca, dtype=np.int64)
     nrm2 = np.zeros(ca)
@@ -455,11 +496,8 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
             continue
         for q in range(p):
             out[q] = V0[j, q]
-        dup = -1
-        for i in range(m):
-            if np.max(np.abs(V[slot[i]] - out)) < 1e-12:
-                dup = i
-                break
+        k_o, nrm_o = _nonzeros(out, onz)
+        dup = _find_duplicate(V, slot, nrm2, m, out, onz, k_o, nrm_o)
         if dup >= 0:
             y[dup] += wj
             continue
@@ -602,28 +640,8 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
         gap = np.dot(adj, out) - lin_mu
         if gap <= tol * scale:
             break
-        # Nonzeros of the new vertex, for the sparse inner products below.
-        k_o = 0
-        nrm_o = 0.0
-        for q in range(p):
-            v = out[q]
-            if v != 0.0:
-                onz[k_o] = q
-                k_o += 1
-                nrm_o += v * v
-        dup = -1
-        for i in range(m):
-            si = slot[i]
-            acc = 0.0
-            for k in range(k_o):
-                q = onz[k]
-                acc += V[si, q] * out[q]
-            dist2 = nrm2[si] - 2.0 * acc + nrm_o
-            # cheap filter (exact for 0/1 vertices), then the exact test
-            if dist2 <= 1e-8 * (nrm2[si] + nrm_o) + 1e-20:
-                if np.max(np.abs(V[si] - out)) < 1e-12:
-                    dup = i
-                    break
+        k_o, nrm_o = _nonzeros(out, onz)
+        dup = _find_duplicate(V, slot, nrm2, m, out, onz, k_o, nrm_o)
         if dup < 0:
             if m >= cap:  # cannot happen: Gc is nonsingular, so m <= n_unary + 1
                 break
@@ -715,7 +733,7 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
             total += y[i]
     mu = np.zeros(p)
     weights = np.zeros(k)
-    verts = np.zeros((k, p))
+    verts = np.empty((k, p))
     k = 0
     for i in range(n):
         if y[i] > 0.0:
@@ -985,7 +1003,7 @@ def sparsemap_active_set_warm_ragged(theta, part_off, n_unary, oracle, encode, p
         params = params_flat[params_off[i]:params_off[i + 1]].copy()
         s0 = sup_off0[i]
         m0 = sup_off0[i + 1] - s0
-        V0 = np.zeros((m0, p))
+        V0 = np.empty((m0, p))   # every row written by encode
         for j in range(m0):
             encode(codes0[rpos + j * R:rpos + (j + 1) * R], params, V0[j])
         rpos += m0 * R
