@@ -318,3 +318,24 @@ def test_sgd_trains_poslearn_from_the_all_ties_start():
     # the objective at zero is the mean number of positions (every hinge is 1)
     f_start = np.mean([len(s) for s in y])
     assert est.objective_ < 0.6 * f_start
+
+
+def test_lbfgs_keeps_the_correction_pairs_the_loss_declares(monkeypatch):
+    """The estimator runs L-BFGS with the loss's ``lbfgs_history`` (SparseMAP:
+    30) and its own default otherwise."""
+    import structlearn.estimators._base as base
+    from structlearn import SequenceTagger
+
+    seen = []
+    real = base.lbfgs
+
+    def spy(*args, **kw):
+        seen.append(kw["history"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(base, "lbfgs", spy)
+    X = [np.eye(3)[[0, 1, 2, 1]], np.eye(3)[[2, 0]]]
+    y = [["a", "b", "c", "b"], ["c", "a"]]
+    for loss, expected in (("sparsemap", 30), ("m-sparsemap", 30), ("crf", 10)):
+        SequenceTagger(loss=loss, max_iter=5).fit(X, y)
+        assert seen[-1] == expected

@@ -266,7 +266,7 @@ class StructuredLinearModel(BaseEstimator):
         if solver == "lbfgs":
             return lbfgs(problem, alpha, z0, tol=tol, verbose=self.verbose,
                          max_iter=max_iter, period=self._lbfgs_period,
-                         history=self._lbfgs_history)
+                         history=loss.lbfgs_history or self._lbfgs_history)
         if solver == "cutting-plane":
             z, n_iter, obj, gap = cutting_plane(problem, alpha, z0, tol=tol,
                                                 verbose=self.verbose, max_iter=max_iter,

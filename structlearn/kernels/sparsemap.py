@@ -275,24 +275,20 @@ def _drop(keep, n, mf, Lf, w1, ws, G, scores, y, slot, free, nfree):
 
 
 @njit(cache=True)
-def _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary):
-    """Store ``out`` in slot ``sl`` with the list of its nonzeros (unary
-    ones first: indices are increasing and the unary parts lead)."""
+def _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary, onz, k_o, nrm_o):
+    """Store ``out`` in slot ``sl`` with the list of its nonzeros
+    ``onz[:k_o]`` (increasing, so the unary ones lead) and its squared norm
+    ``nrm_o`` (see :func:`_nonzeros`)."""
     V[sl, :] = out
-    k = 0
     ku = 0
-    acc = 0.0
-    for q in range(out.shape[0]):
-        v = out[q]
-        if v != 0.0:
-            nzi[sl, k] = q
-            k += 1
-            if q < n_unary:
-                ku += 1
-            acc += v * v
-    nnz[sl] = k
+    for k in range(k_o):
+        q = onz[k]
+        nzi[sl, k] = q
+        if q < n_unary:
+            ku += 1
+    nnz[sl] = k_o
     nnzu[sl] = ku
-    nrm2[sl] = acc
+    nrm2[sl] = nrm_o
 
 
 @njit(cache=True)
@@ -334,6 +330,16 @@ def _find_duplicate(V, slot, nrm2, m, out, onz, k_o, nrm_o):
             if same:
                 return i
     return -1
+
+
+@njit(cache=True)
+def _sparse_dot(a, out, onz, k_o):
+    """``a @ out`` over the nonzeros ``onz[:k_o]`` of ``out``."""
+    acc = 0.0
+    for k in range(k_o):
+        q = onz[k]
+        acc += a[q] * out[q]
+    return acc
 
 
 @njit(cache=True)
@@ -506,10 +512,10 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
         nfree -= 1
         sl = free[nfree]
         slot[m] = sl
-        _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary)
+        _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary, onz, k_o, nrm_o)
         _gram_append(G, V, slot, m, nzi, nnzu)
         g = G[m, m]
-        scores[m] = np.dot(eta, out)
+        scores[m] = _sparse_dot(eta, out, onz, k_o)
         if m == 0:
             c = g if g > 0.0 else 1.0
             Lf[0, 0] = np.sqrt(g + c)
@@ -538,7 +544,8 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
         nfree -= 1
         sl = free[nfree]
         slot[0] = sl
-        _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary)
+        k_o, nrm_o = _nonzeros(out, onz)
+        _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary, onz, k_o, nrm_o)
         g00 = 0.0
         for k in range(nnzu[sl]):
             q = nzi[sl, k]
@@ -674,9 +681,9 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
             nfree -= 1
             sl = free[nfree]
             slot[m] = sl
-            _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary)
+            _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary, onz, k_o, nrm_o)
             _gram_append(G, V, slot, m, nzi, nnzu)
-            scores[m] = np.dot(eta, out)
+            scores[m] = _sparse_dot(eta, out, onz, k_o)
             y[m] = 0.0
             piv = _chol_append(Lf, G, c, m, lrow)
             if piv > _append_threshold(G, c, m):
@@ -1025,9 +1032,11 @@ def sparsemap_active_set_warm_ragged(theta, part_off, n_unary, oracle, encode, p
             wout[s + j] = wts[j]
             for t in range(R):
                 best = 0
-                for c in range(1, W):
+                for c in range(W):
                     if verts[j, t * W + c] > verts[j, t * W + best]:
                         best = c
+                    if verts[j, t * W + best] >= 1.0:   # the one of a 0/1 row
+                        break
                 codes[opos + j * R + t] = best
         opos += k * R
         sup_off[i + 1] = s + k
