@@ -191,6 +191,36 @@ def test_bcfw_warns_on_its_epoch_budget_and_keeps_the_best_point():
     assert obj == pytest.approx(vals.mean() + 0.5e-3 * z @ z)
 
 
+@pytest.mark.parametrize("kind", ["chain", "perm"])
+def test_certificates_only_when_the_estimated_gap_is_close_or_periodically(kind):
+    """With ``check_every=k`` the primal passes of the certificate run every
+    k-th epoch or once the oracle pass's estimated gap is within 4 tol; the
+    run still stops only on a certified gap, at the optimum a
+    certificate-every-epoch run reaches."""
+    inst, M, labels = instance(kind, 5, 2)
+    lam = 0.05
+    opt = qp_optimum(inst, M, labels, Hinge("margin"), lam)
+    runs = {}
+    for k in (1, 6):
+        problem = DenseProblem(inst, M, labels, Hinge("margin"))
+        certs = []
+        z, epochs, obj, gap, _ = bcfw(problem, lam, max_iter=5000, tol=1e-6, batch_size=2,
+                                      random_state=0, check_every=k,
+                                      callback=lambda e, o, g: certs.append(e) and False)
+        assert gap <= 1e-6
+        assert opt - 1e-6 * abs(opt) <= obj <= opt * (1 + 2e-6) + 1e-12
+        assert certs[-1] == epochs
+        runs[k] = (epochs, certs)
+    epochs1, certs1 = runs[1]
+    epochs6, certs6 = runs[6]
+    assert certs1 == list(range(1, epochs1 + 1))
+    # the same iterates: the certificate is reached in the same epoch or,
+    # if that epoch was skipped, within the next few
+    assert epochs1 <= epochs6 <= epochs1 + 6
+    assert len(certs6) < len(certs1)
+    assert all(e % 6 == 0 or e >= certs6[-1] - 6 for e in certs6)
+
+
 # --------------------------------------------------------------- feature maps
 def _explicit_map(problem, idx):
     """``A_i`` of each example from the problem's own scores at unit vectors

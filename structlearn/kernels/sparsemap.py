@@ -500,10 +500,9 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
         wj = w0[j]
         if not (wj > 0.0):
             continue
-        for q in range(p):
-            out[q] = V0[j, q]
-        k_o, nrm_o = _nonzeros(out, onz)
-        dup = _find_duplicate(V, slot, nrm2, m, out, onz, k_o, nrm_o)
+        vj = V0[j]
+        k_o, nrm_o = _nonzeros(vj, onz)
+        dup = _find_duplicate(V, slot, nrm2, m, vj, onz, k_o, nrm_o)
         if dup >= 0:
             y[dup] += wj
             continue
@@ -512,10 +511,10 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
         nfree -= 1
         sl = free[nfree]
         slot[m] = sl
-        _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary, onz, k_o, nrm_o)
+        _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, vj, n_unary, onz, k_o, nrm_o)
         _gram_append(G, V, slot, m, nzi, nnzu)
         g = G[m, m]
-        scores[m] = _sparse_dot(eta, out, onz, k_o)
+        scores[m] = _sparse_dot(eta, vj, onz, k_o)
         if m == 0:
             c = g if g > 0.0 else 1.0
             Lf[0, 0] = np.sqrt(g + c)
@@ -637,17 +636,18 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
             for k in range(nnzu[si]):
                 q = nzi[si, k]
                 u[q] += yi * V[si, q]
-        adj[:] = eta
-        adj[:n_unary] -= u
+        # (adj = eta off the unary parts since its copy above)
+        for q in range(n_unary):
+            adj[q] = eta[q] - u[q]
         oracle(adj, params, out)
         # Frank-Wolfe gap <grad, a_new - mu>, with <grad, mu> = s^T y - ||u||^2.
         lin_mu = -np.dot(u, u)
         for i in range(m):
             lin_mu += y[i] * scores[i]
-        gap = np.dot(adj, out) - lin_mu
+        k_o, nrm_o = _nonzeros(out, onz)
+        gap = _sparse_dot(adj, out, onz, k_o) - lin_mu
         if gap <= tol * scale:
             break
-        k_o, nrm_o = _nonzeros(out, onz)
         dup = _find_duplicate(V, slot, nrm2, m, out, onz, k_o, nrm_o)
         if dup < 0:
             if m >= cap:  # cannot happen: Gc is nonsingular, so m <= n_unary + 1
