@@ -1127,43 +1127,55 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
 
     for epoch in range(1, max_iter + 1):
         order = rng.permutation(n)
+        batches = [np.sort(order[s:s + B]) for s in range(0, n, B)]
         gap_sum = 0.0
         est_gap = est_loss = 0.0  # the oracle pass's block gaps and losses
-        batches = [(np.sort(order[s:s + B]), True) for s in range(0, n, B)]
-        for _ in range(cache_passes):
-            batches += [(np.sort(order[s:s + B]), False) for s in range(0, n, B)]
-        for idx, oracle in batches:
-            if oracle:
-                vals, theta, G = problem.pieces(z, idx)
-                est_loss += float(np.sum(vals))
-                boff = _block_offsets(sizes[idx])
+        # A batch's slopes, mapped to weights (block_entries), serve the
+        # oracle pass and the passes over the working sets that follow:
+        # the sets keep their vertices (zero weights included) until the
+        # end of the epoch, when those of weight zero leave.
+        entries = [None] * len(batches)
+        for pass_ in range(1 + cache_passes):
+            oracle = pass_ == 0
+            for b, idx in enumerate(batches):
+                if oracle:
+                    vals, theta, G = problem.pieces(z, idx)
+                    est_loss += float(np.sum(vals))
+                    boff = _block_offsets(sizes[idx])
+                    for j, i in enumerate(idx):
+                        Gj = G[boff[j]:boff[j + 1]]
+                        ids = np.flatnonzero(Gj)
+                        vs = Gj[ids]
+                        c = float(vals[j]) - float(theta[boff[j] + ids] @ vs)
+                        sets[i] = _add_vertex(sets[i], ids, vs, c)
+                    D, rep = _set_matrix(sets, idx, sizes, weighted=False)
+                    cols, vs, vptr = problem.block_entries(rep, D)
+                    m = np.array([len(sets[i][0]) for i in idx])
+                    bptr = _block_offsets(m)
+                    c_all = np.concatenate([sets[i][0] for i in idx])
+                    touched = np.empty(max(1, int(np.diff(vptr).max(initial=0))),
+                                       dtype=np.int64)
+                    entries[b] = (cols, vs, vptr, bptr, c_all, touched)
+                cols, vs, vptr, bptr, c_all, touched = entries[b]
+                beta = np.concatenate([sets[i][3] for i in idx])
+                gaps = np.empty(len(idx))
+                d_ell = np.empty(len(idx))
+                working_set_steps(z, avg, acc, mark, touched, cols, vs, vptr, bptr, c_all,
+                                  beta, lam, float(n), steps, int(max_inner), gaps, d_ell)
                 for j, i in enumerate(idx):
-                    Gj = G[boff[j]:boff[j + 1]]
-                    ids = np.flatnonzero(Gj)
-                    vs = Gj[ids]
-                    c = float(vals[j]) - float(theta[boff[j] + ids] @ vs)
-                    sets[i] = _add_vertex(sets[i], ids, vs, c)
-            D, rep = _set_matrix(sets, idx, sizes, weighted=False)
-            cols, vs, vptr = problem.block_entries(rep, D)
-            m = np.array([len(sets[i][0]) for i in idx])
-            bptr = _block_offsets(m)
-            c_all = np.concatenate([sets[i][0] for i in idx])
-            beta = np.concatenate([sets[i][3] for i in idx])
-            gaps = np.empty(len(idx))
-            d_ell = np.empty(len(idx))
-            touched = np.empty(max(1, int(np.diff(vptr).max(initial=0))), dtype=np.int64)
-            working_set_steps(z, avg, acc, mark, touched, cols, vs, vptr, bptr, c_all,
-                              beta, lam, float(n), steps, int(max_inner), gaps, d_ell)
-            for j, i in enumerate(idx):
-                sets[i] = _prune(sets[i], beta[bptr[j]:bptr[j + 1]])
-            ell_path = ell_tot + np.cumsum(d_ell)
-            t = steps + 1 + np.arange(len(idx))
-            ell_wsum += float(t @ ell_path)
-            ell_tot = float(ell_path[-1])
-            steps += len(idx)
-            gap_sum += float(gaps.sum())
-            if oracle:
-                est_gap += float(gaps.sum())
+                    cs, idl, vl, _ = sets[i]
+                    sets[i] = (cs, idl, vl, beta[bptr[j]:bptr[j + 1]])
+                ell_path = ell_tot + np.cumsum(d_ell)
+                t = steps + 1 + np.arange(len(idx))
+                ell_wsum += float(t @ ell_path)
+                ell_tot = float(ell_path[-1])
+                steps += len(idx)
+                gap_sum += float(gaps.sum())
+                if oracle:
+                    est_gap += float(gaps.sum())
+        entries = None
+        for i in range(n):
+            sets[i] = _prune(sets[i], sets[i][3])
         est = est_gap / max(est_loss / n + 0.5 * lam * float(z @ z), 1e-300)
         if not (est <= 4.0 * tol or epoch % max(1, int(check_every)) == 0
                 or epoch == max_iter):
