@@ -316,7 +316,7 @@ def write_report(args, rows):
     by = {r["model"]: r for r in rows}
 
     def ratio(a, b, key):
-        if a in by and b in by and by[b].get(key):
+        if a in by and b in by and by[a].get(key) and by[b].get(key):
             return f"{by[a][key] / by[b][key]:.2f}"
         return "n/a"
 

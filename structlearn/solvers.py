@@ -507,7 +507,7 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
     return z, int(it), float(f)
 
 
-def _calibrate_eta0(problem, alpha, z0, rng, batch_size, n_sub=1000, passes=2,
+def _calibrate_eta0(problem, alpha, z0, rng, batch_size, n_sub=1000, passes=4,
                     factor=4.0, max_trials=10, max_lengthen=2):
     """Initial SGD step size by trial runs on a subsample (after Bottou 2012).
 
@@ -519,12 +519,16 @@ def _calibrate_eta0(problem, alpha, z0, rng, batch_size, n_sub=1000, passes=2,
     ``factor`` while that improves the score, then divided by it while that
     does, and the best-scoring step is returned.
 
-    Two choices here are deliberate (measured in docs/solvers.rst):
+    Two choices here are deliberate (measured in docs/losses.rst, "SGD's step"):
 
-    * the score is the *averaged* model's after more than one pass, as in
-      the run, because averaging turns large steps' noise into progress:
+    * the score is the *averaged* model's after several passes, as in the
+      run, because averaging turns large steps' noise into progress:
       scoring one pass of constant steps by its last iterate picked steps
-      ~4x below the best for 10 epochs of the margin-scaled hinge;
+      ~4x below the best for 10 epochs of the margin-scaled hinge, and two
+      passes still picked 4x too small a step for the slack-scaled hinge
+      and PosLearn (UD EWT, CoNLL-2000), whose early iterates move more;
+      four passes cost about as much as two or three epochs of a 10,000
+      example set;
     * when no trial improves on the starting point, the trials are made
       longer (``passes`` doubled, at most ``max_lengthen`` times), and the
       best step is kept even if none does.  A loss that sums one hinge per

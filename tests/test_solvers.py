@@ -274,9 +274,11 @@ def test_sgd_step_calibration_returns_the_best_trial_of_its_grid():
     alpha, z0 = 1e-2, np.zeros(problem.n_params)
     pen = problem.penalized
 
+    passes = _calibrate_eta0.__defaults__[1]
+
     def score(eta, batch=16):
         z, t, avg = z0.copy(), 0, []
-        for p in range(2):
+        for p in range(passes):
             for s in range(0, 120, batch):
                 idx = np.arange(s, min(s + batch, 120))
                 _, g = problem.value_and_grad(z, idx)
@@ -284,7 +286,7 @@ def test_sgd_step_calibration_returns_the_best_trial_of_its_grid():
                 z[pen] *= 1 - step * alpha
                 z -= step / len(idx) * g
                 t += 1
-                if p == 1:
+                if p == passes - 1:
                     avg.append(z.copy())
         za = np.mean(avg, axis=0)
         vals, _ = problem.value_and_grad(za, np.arange(120))
