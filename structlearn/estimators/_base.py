@@ -31,7 +31,9 @@ def choose_solver(solver, loss, alpha):
     'auto': L-BFGS for smooth losses, SGD otherwise (the averaged
     perceptron for the perceptron loss).  BCFW, which certifies its
     solution, is not the default: at the small ``alpha`` of large tagging
-    and parsing problems it needs hundreds of epochs (docs/benchmarks.rst).
+    problems it needs about 90 epochs, 5-7 times the CRF's L-BFGS fit on
+    CoNLL-2000, where 10 SGD epochs end within 0.1 F1 of it
+    (docs/benchmarks.rst).
     """
     perceptron = loss.perceptron_update
     if solver == "auto":
