@@ -27,16 +27,14 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.model_selection import KFold  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine_info, md_table, write_csv  # noqa: E402
+from _common import (RESULTS, Recorder, machine_info, md_table, timed_fit,  # noqa: E402
+                     write_csv)
 from _seq_common import SHARED  # noqa: E402
 
 from structlearn import DependencyParser  # noqa: E402
@@ -66,13 +64,9 @@ def load(code, subset):
 
 def fit(params, alpha, X, y, n_jobs):
     est = DependencyParser(alpha=alpha, n_jobs=n_jobs, random_state=0, **params)
-    with warnings.catch_warnings(record=True) as log:
-        warnings.simplefilter("always")
-        t0 = time.perf_counter()
-        est.fit(X, y)
-        seconds = time.perf_counter() - t0
-    n_conv = sum(issubclass(w.category, ConvergenceWarning) for w in log)
-    return est, seconds, n_conv
+    with Recorder() as rec:
+        seconds = timed_fit(est, X, y)
+    return est, seconds, rec.n_convergence
 
 
 def run(code, name, alphas, n_folds, n_jobs):

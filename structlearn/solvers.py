@@ -18,6 +18,7 @@ problems over flat ragged data).
   duality gap on its true objective.
 """
 
+import numbers
 import os
 import threading
 import time
@@ -547,18 +548,15 @@ def _calibrate_eta0(problem, alpha, z0, rng, batch_size, n_sub=1000, passes=4,
         zp = z[pen]
         return float(vals.mean() + 0.5 * alpha * zp @ zp)
 
+    batches = _batches(sub, batch_size)
+
     def trial(eta):
         it = _ScaledIterate(z0, pen)
         t = 0
         for p in range(passes):
             if p == passes - 1:
                 it.start_averaging()
-            for start in range(0, len(sub), batch_size):
-                idx = sub[start:start + batch_size]
-                _, cols, vals = it.value_and_grad(problem, idx)
-                step = eta / (1.0 + alpha * eta * t)
-                it.step(cols, vals, step, alpha, step / len(idx))
-                t += 1
+            t, _ = _sgd_pass(it, problem, batches, eta, alpha, t)
         f = obj(it.average())
         return f if np.isfinite(f) else np.inf
 
@@ -720,6 +718,32 @@ class _ScaledIterate:
         return moved
 
 
+def _batches(order, batch_size):
+    """Consecutive mini-batches of ``order``, each sorted."""
+    return [np.sort(order[s:s + batch_size]) for s in range(0, len(order), batch_size)]
+
+
+def _sgd_pass(it, problem, batches, eta0, alpha, t, perceptron=False):
+    """One pass of :func:`sgd` over ``batches`` from step ``t`` of the
+    schedule ``eta_t = eta0 / (1 + alpha eta0 t)`` (each step: shrink the
+    penalised weights, then move by ``eta_t`` times the batch's mean
+    gradient); with ``perceptron=True``, unit steps on the summed update and
+    no shrinkage.  Returns the next step number and how many steps moved
+    the weights."""
+    moved = 0
+    for idx in batches:
+        _, cols, vals = it.value_and_grad(problem, idx)
+        if perceptron:
+            # a mistake is a wrong prediction, even at zero loss (ties); the
+            # update touches only the features of wrong tokens / arcs
+            moved += it.step(cols, vals, 1.0, 0.0, 1.0)
+        else:
+            eta = eta0 / (1.0 + alpha * eta0 * t)
+            moved += it.step(cols, vals, eta, alpha, eta / len(idx))
+        t += 1
+    return t, moved
+
+
 def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=None,
         verbose=0, perceptron=False, patience=3):
     """Stochastic subgradient descent with iterate averaging.
@@ -763,20 +787,8 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
     for epoch in range(1, max_iter + 1):
         if epoch == 2 and not perceptron:
             it.start_averaging()
-        order = rng.permutation(n)
-        n_updates = 0
-        for start in range(0, n, batch_size):
-            idx = np.sort(order[start:start + batch_size])
-            _, cols, vals = it.value_and_grad(problem, idx)
-            t += 1
-            if perceptron:
-                # a mistake is a wrong prediction, even at zero loss (ties);
-                # the update (the sum of the batch's) touches only the
-                # features of wrong tokens / arcs
-                n_updates += it.step(cols, vals, 1.0, 0.0, 1.0)
-            else:
-                eta = eta0 / (1.0 + reg * eta0 * (t - 1))
-                it.step(cols, vals, eta, reg, eta / len(idx))
+        t, n_updates = _sgd_pass(it, problem, _batches(rng.permutation(n), batch_size),
+                                 eta0, reg, t, perceptron)
         if perceptron:
             if verbose:
                 print(f"[perceptron] epoch {epoch}: {n_updates} updating batches "
@@ -986,6 +998,29 @@ def _prune(ws, beta):
     return cs[keep], [idl[a] for a in keep], [vl[a] for a in keep], beta[keep]
 
 
+def _oracle_visit(problem, z, idx, sets, sizes):
+    """The oracle part of a batch's visit in :func:`bcfw`: each example's
+    maximising piece at ``z`` joins its working set (in ``sets``).  Returns
+    the batch's summed loss and the arrays :func:`working_set_steps` reads
+    for these working sets -- their slopes mapped to weights
+    (``block_entries``), vertex and offset layout, scratch -- which stay
+    valid until the sets change."""
+    vals, theta, G = problem.pieces(z, idx)
+    boff = _block_offsets(sizes[idx])
+    for j, i in enumerate(idx):
+        Gj = G[boff[j]:boff[j + 1]]
+        ids = np.flatnonzero(Gj)
+        vs = Gj[ids]
+        c = float(vals[j]) - float(theta[boff[j] + ids] @ vs)
+        sets[i] = _add_vertex(sets[i], ids, vs, c)
+    D, rep = _set_matrix(sets, idx, sizes, weighted=False)
+    cols, vs, vptr = problem.block_entries(rep, D)
+    bptr = _block_offsets([len(sets[i][0]) for i in idx])
+    c_all = np.concatenate([sets[i][0] for i in idx])
+    touched = np.empty(max(1, int(np.diff(vptr).max(initial=0))), dtype=np.int64)
+    return float(np.sum(vals)), (cols, vs, vptr, bptr, c_all, touched)
+
+
 def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=None,
          verbose=0, state=None, key=None, max_inner=20, cache_passes=3, callback=None,
          check_every=5):
@@ -1099,6 +1134,9 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
     """
     if not alpha > 0:
         raise ValueError("solver='bcfw' needs alpha > 0.")
+    if isinstance(check_every, bool) or not isinstance(check_every, numbers.Integral) \
+            or check_every < 1:
+        raise ValueError(f"check_every must be a positive integer, got {check_every!r}.")
     lam = float(alpha)
     rng = np.random.RandomState(random_state)
     n = problem.n_samples
@@ -1131,7 +1169,7 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
 
     for epoch in range(1, max_iter + 1):
         order = rng.permutation(n)
-        batches = [np.sort(order[s:s + B]) for s in range(0, n, B)]
+        batches = _batches(order, B)
         gap_sum = 0.0
         est_gap = est_loss = 0.0  # the oracle pass's block gaps and losses
         # A batch's slopes, mapped to weights (block_entries), serve the
@@ -1143,23 +1181,8 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
             oracle = pass_ == 0
             for b, idx in enumerate(batches):
                 if oracle:
-                    vals, theta, G = problem.pieces(z, idx)
-                    est_loss += float(np.sum(vals))
-                    boff = _block_offsets(sizes[idx])
-                    for j, i in enumerate(idx):
-                        Gj = G[boff[j]:boff[j + 1]]
-                        ids = np.flatnonzero(Gj)
-                        vs = Gj[ids]
-                        c = float(vals[j]) - float(theta[boff[j] + ids] @ vs)
-                        sets[i] = _add_vertex(sets[i], ids, vs, c)
-                    D, rep = _set_matrix(sets, idx, sizes, weighted=False)
-                    cols, vs, vptr = problem.block_entries(rep, D)
-                    m = np.array([len(sets[i][0]) for i in idx])
-                    bptr = _block_offsets(m)
-                    c_all = np.concatenate([sets[i][0] for i in idx])
-                    touched = np.empty(max(1, int(np.diff(vptr).max(initial=0))),
-                                       dtype=np.int64)
-                    entries[b] = (cols, vs, vptr, bptr, c_all, touched)
+                    loss_sum, entries[b] = _oracle_visit(problem, z, idx, sets, sizes)
+                    est_loss += loss_sum
                 cols, vs, vptr, bptr, c_all, touched = entries[b]
                 beta = np.concatenate([sets[i][3] for i in idx])
                 gaps = np.empty(len(idx))
@@ -1181,7 +1204,7 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
         for i in range(n):
             sets[i] = _prune(sets[i], sets[i][3])
         est = est_gap / max(est_loss / n + 0.5 * lam * float(z @ z), 1e-300)
-        if not (est <= 4.0 * tol or epoch % max(1, int(check_every)) == 0
+        if not (est <= 4.0 * tol or epoch % check_every == 0
                 or epoch == max_iter):
             if verbose:
                 print(f"[bcfw] epoch {epoch}: estimated relative gap {est:.3g} "

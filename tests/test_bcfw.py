@@ -221,6 +221,14 @@ def test_certificates_only_when_the_estimated_gap_is_close_or_periodically(kind)
     assert all(e % 6 == 0 or e >= certs6[-1] - 6 for e in certs6)
 
 
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, "5"])
+def test_bcfw_rejects_a_bad_certificate_period(bad):
+    inst, M, labels = instance("cube", 3, 0)
+    problem = DenseProblem(inst, M, labels, Hinge("margin"))
+    with pytest.raises(ValueError, match="check_every must be a positive integer"):
+        bcfw(problem, 0.1, max_iter=3, check_every=bad)
+
+
 # --------------------------------------------------------------- feature maps
 def _explicit_map(problem, idx):
     """``A_i`` of each example from the problem's own scores at unit vectors

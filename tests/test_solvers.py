@@ -341,3 +341,24 @@ def test_lbfgs_keeps_the_correction_pairs_the_loss_declares(monkeypatch):
     for loss, expected in (("sparsemap", 30), ("m-sparsemap", 30), ("crf", 10)):
         SequenceTagger(loss=loss, max_iter=5).fit(X, y)
         assert seen[-1] == expected
+
+
+@pytest.mark.parametrize("loss", ["hinge", "poslearn", "hinge-approx-slack", "sparsemap"])
+def test_sgd_budget_stop_gives_one_clear_warning(loss):
+    """A fit that SGD stops on its epoch budget warns once, saying so and
+    naming the budget; a fit that stops by its own rule does not warn."""
+    from structlearn import SequenceTagger
+    from structlearn.datasets import load_ewt_pos
+
+    X, y = load_ewt_pos()
+    X, y = X[:150], y[:150]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        SequenceTagger(loss=loss, solver="sgd", max_iter=3, random_state=0).fit(X, y)
+    assert len(caught) == 1
+    assert issubclass(caught[0].category, ConvergenceWarning)
+    assert "stopped on its epoch budget (max_iter=3)" in str(caught[0].message)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        SequenceTagger(loss=loss, solver="sgd", max_iter=10, tol=1e9, random_state=0).fit(X, y)
+    assert caught == []
