@@ -115,6 +115,17 @@ def models(n_train, n_jobs):
                                                            max_iter=BCFW_EPOCHS)),
         "poslearn (bcfw)": ("structlearn", ours("poslearn", solver="bcfw",
                                                 max_iter=BCFW_EPOCHS)),
+        # Sarawagi & Gupta's Sec. 5.2 ablation: the same models without
+        # tag-bigram (edge) features
+        "crf without transitions": ("structlearn", ours("crf", transitions=False)),
+        "hinge (bcfw) without transitions": ("structlearn", ours(
+            "hinge", solver="bcfw", max_iter=BCFW_EPOCHS, transitions=False)),
+        "hinge-slack (bcfw) without transitions": ("structlearn", ours(
+            "hinge-slack", solver="bcfw", max_iter=BCFW_EPOCHS, transitions=False)),
+        "hinge-approx-slack (bcfw) without transitions": ("structlearn", ours(
+            "hinge-approx-slack", solver="bcfw", max_iter=BCFW_EPOCHS, transitions=False)),
+        "poslearn (bcfw) without transitions": ("structlearn", ours(
+            "poslearn", solver="bcfw", max_iter=BCFW_EPOCHS, transitions=False)),
         "sparsemap": ("structlearn", ours("sparsemap")),
         "m-sparsemap": ("structlearn", ours("m-sparsemap")),
         "projection": ("structlearn", ours("projection")),

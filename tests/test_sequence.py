@@ -370,3 +370,73 @@ def test_pipeline_grid_search_over_losses_and_cross_validate_with_span_f1():
     assert grid.best_score_ > 0.95
     res = cross_validate(pipe, sents, y, scoring={"f1": scorer}, cv=KFold(3))
     assert res["test_f1"].min() > 0.95
+
+
+def _token_task(seed=0, n=40, d=6, k=3):
+    """Array-input sequences whose tags depend on the tokens' own features."""
+    rng = np.random.RandomState(seed)
+    W = rng.randn(d, k)
+    X, y = [], []
+    for _ in range(n):
+        L = rng.randint(1, 6)
+        x = rng.randn(L, d)
+        X.append(x)
+        y.append(list(np.argmax(x @ W + 0.8 * rng.randn(L, k), axis=1)))
+    return X, y
+
+
+@pytest.mark.parametrize("loss,solver", [("crf", "lbfgs"), ("hinge", "sgd"),
+                                         ("hinge", "bcfw"), ("hinge-slack", "bcfw"),
+                                         ("perceptron", "auto")])
+def test_without_transitions_the_bigram_weights_stay_zero(loss, solver):
+    X, y = _token_task()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = SequenceTagger(loss=loss, solver=solver, alpha=1e-2, transitions=False,
+                             max_iter=20, random_state=0).fit(X, y)
+        full = SequenceTagger(loss=loss, solver=solver, alpha=1e-2, max_iter=20,
+                              random_state=0).fit(X, y)
+    for attr in ("transition_", "start_", "end_"):
+        assert np.all(getattr(est, attr) == 0.0)
+        assert np.any(getattr(full, attr) != 0.0)  # the option is what holds them
+    # Viterbi with zero bigram scores is the per-token argmax of the unary scores
+    for x, pred in zip(X, est.predict(X)):
+        U = np.asarray(x @ est.coef_.T.toarray()) + est.intercept_
+        assert list(np.argmax(U, axis=1)) == list(pred)
+
+
+def test_crf_without_transitions_is_token_logistic_regression():
+    # With the bigram weights held at zero the chain CRF factorises over
+    # tokens: its optimum is multinomial logistic regression on the tokens,
+    # with C = 1 / (alpha * n_sequences) (mean over sequences vs sum).
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _token_task(1)
+    alpha = 0.05
+    est = SequenceTagger(loss="crf", alpha=alpha, transitions=False, feature_support="all",
+                         tol=1e-12, max_iter=2000).fit(X, y)
+    lr = LogisticRegression(C=1.0 / (alpha * len(X)), tol=1e-12, max_iter=10000)
+    lr.fit(np.vstack(X), np.concatenate(y))
+    np.testing.assert_allclose(est.coef_.toarray(), lr.coef_, atol=2e-4)
+    # the intercepts agree up to a common shift (softmax is invariant to it)
+    db = est.intercept_ - lr.intercept_
+    np.testing.assert_allclose(db - db.mean(), 0.0, atol=2e-4)
+
+
+def test_transitions_must_be_a_bool_and_a_failed_fit_leaves_the_model():
+    X, y = _token_task()
+    est = SequenceTagger(alpha=1e-2).fit(X, y)
+    before = est.transition_.copy()
+    with pytest.raises(TypeError, match="transitions must be True or False"):
+        est.set_params(transitions="no").fit(X, y)
+    np.testing.assert_array_equal(est.transition_, before)
+
+
+def test_warm_start_from_a_model_with_transitions_drops_them():
+    X, y = _token_task()
+    est = SequenceTagger(loss="hinge", solver="bcfw", alpha=1e-2, warm_start=True,
+                         random_state=0).fit(X, y)
+    assert np.any(est.transition_ != 0.0)
+    est.set_params(transitions=False).fit(X, y)
+    assert np.all(est.transition_ == 0.0) and np.all(est.start_ == 0.0)
+    assert est.duality_gap_ <= 1e-3  # the default tol of bcfw

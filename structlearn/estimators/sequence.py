@@ -188,11 +188,14 @@ class ChainProblem:
     of at most ``CHUNK_SEQUENCES`` sequences (bounded memory), in ``n_jobs``
     threads.  With a loss that runs the active-set solver, each chunk's
     structure carries a ``SupportCache``, so that the solves of a
-    full pass start from the supports found at the previous one.
+    full pass start from the supports found at the previous one.  With
+    ``transitions=False`` the transition, start and end weights are held at
+    zero: every gradient and every set of gradient entries the problem
+    returns is zero there, so that no solver moves them.
     """
 
     def __init__(self, X, tok_off, y, n_tags, sup_ptr, sup_label, loss,
-                 fit_intercept=True, n_jobs=None):
+                 fit_intercept=True, n_jobs=None, transitions=True):
         self.tokens = X if isinstance(X, _Tokens) else _Tokens.from_csr(X, sup_ptr)
         self.tok_off = np.ascontiguousarray(tok_off, dtype=np.int64)
         self.y = np.ascontiguousarray(y, dtype=np.int64)
@@ -205,6 +208,8 @@ class ChainProblem:
         self.n_params = self.n_support + K * K + 2 * K + (K if fit_intercept else 0)
         self.penalized = np.zeros(self.n_params, dtype=bool)
         self.penalized[:self.n_support + K * K + 2 * K] = True
+        #: the parameters held at zero (``transitions=False``): a slice of z
+        self.frozen = slice(self.n_support, self.n_support + (0 if transitions else K * K + 2 * K))
         self.n_threads = n_workers(n_jobs, self.n_samples)
         self.chunks = _contiguous_chunks(self.tokens, self.tok_off, self.y, K,
                                          self.n_threads)
@@ -307,6 +312,7 @@ class ChainProblem:
                                         self.sup_label, GU)
         tail = [gtr.ravel(), gst, gen] + ([GU.sum(axis=0)] if self.fit_intercept else [])
         tail = np.concatenate(tail)
+        tail[:self.frozen.stop - self.n_support] = 0.0
         nz = np.flatnonzero(tail)
         return vals, np.concatenate([cols, self.n_support + nz]), \
             np.concatenate([gv, tail[nz]])
@@ -339,16 +345,22 @@ class ChainProblem:
         sizes = self.part_sizes()[idx]
         part_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         tk = self.tokens
-        return chain_block_entries(tk.indptr, tk.nz_start, tk.nz_len, tk.data,
-                                   self.sup_label, np.ascontiguousarray(D), self.tok_off[idx],
-                                   part_off, self.K, self.n_support, self.fit_intercept)
+        cols, vals, ptr = chain_block_entries(
+            tk.indptr, tk.nz_start, tk.nz_len, tk.data, self.sup_label,
+            np.ascontiguousarray(D), self.tok_off[idx], part_off, self.K, self.n_support,
+            self.fit_intercept)
+        if self.frozen.stop > self.frozen.start:
+            vals[(cols >= self.frozen.start) & (cols < self.frozen.stop)] = 0.0
+        return cols, vals, ptr
 
     def _group_value_and_grad(self, z, batches):
         if type(self.loss) is CRF:
-            return self._crf_group_value_and_grad(z, batches)
-        g = np.zeros(self.n_params)
-        vals = [self._batch_value_and_grad(z, b, g) for b in batches]
-        return np.concatenate(vals), g
+            vals, g = self._crf_group_value_and_grad(z, batches)
+        else:
+            g = np.zeros(self.n_params)
+            vals = np.concatenate([self._batch_value_and_grad(z, b, g) for b in batches])
+        g[self.frozen] = 0.0
+        return vals, g
 
     def sq_norms(self):
         """Per-sequence ``sum_t (||x_t||^2 + 1) + L + 1`` (SGD step size)."""
@@ -417,6 +429,13 @@ class SequenceTagger(StructuredLinearModel):
     feature_support : {'observed', 'all'}, default='observed'
         Which (feature, tag) pairs carry a weight: those seen in the training
         data (CRFsuite's default; far fewer parameters) or every pair.
+    transitions : bool, default=True
+        Whether the model scores tag bigrams (transition, start and end
+        weights).  With False those weights are held at zero, so every
+        token's tag is scored on its own features alone, while the loss still
+        sees whole sequences (e.g. slack scaling weighs a sequence's hinge by
+        its total Hamming cost): the ablation of Sarawagi & Gupta (2008,
+        Sec. 5.2), their explanation of when margin scaling wins.
     min_freq : int, default=1
         Dict features seen in fewer training tokens are dropped.
     n_features : int or None, default=None
@@ -458,7 +477,7 @@ class SequenceTagger(StructuredLinearModel):
     def __init__(self, loss="crf", alpha=1e-4, fit_intercept=True, solver="auto",
                  max_iter=None, tol=None, decoding="map", feature_support="observed",
                  min_freq=1, n_features=None, random_state=None, n_jobs=None,
-                 verbose=0, warm_start=False):
+                 verbose=0, warm_start=False, transitions=True):
         super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept,
                          solver=solver, max_iter=max_iter, tol=tol, decoding=decoding,
                          random_state=random_state, n_jobs=n_jobs, verbose=verbose,
@@ -466,6 +485,7 @@ class SequenceTagger(StructuredLinearModel):
         self.feature_support = feature_support
         self.min_freq = min_freq
         self.n_features = n_features
+        self.transitions = transitions
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
@@ -489,11 +509,12 @@ class SequenceTagger(StructuredLinearModel):
         K = len(classes)
         def problem_with(lossobj):
             return ChainProblem(tokens, kept_off, y_int, K, sup_ptr, sup_label, lossobj,
-                                self.fit_intercept, self.n_jobs)
+                                self.fit_intercept, self.n_jobs, self.transitions)
 
         problem = problem_with(loss)
         z0 = self._initial_point(problem, loss, Chain, self._z if warm else None,
                                  problem_with)
+        z0[problem.frozen] = 0.0  # a warm start from a model with transitions
         if self.verbose:
             print(f"[SequenceTagger] {problem.n_samples} sequences, {len(y_int)} tokens, "
                   f"{K} tags, {d} features, {problem.n_params} parameters")
@@ -510,6 +531,9 @@ class SequenceTagger(StructuredLinearModel):
         if y is None:
             raise ValueError("SequenceTagger requires y to be passed, but the target y "
                              "is None.")
+        if not isinstance(self.transitions, (bool, np.bool_)):
+            raise TypeError(f"transitions must be True or False, got "
+                            f"{self.transitions!r}.")
         if self.feature_support not in FEATURE_SUPPORTS:
             raise ValueError(f"feature_support must be one of {FEATURE_SUPPORTS}, got "
                              f"{self.feature_support!r}.")
@@ -570,7 +594,7 @@ class SequenceTagger(StructuredLinearModel):
         vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d = \
             self._prepare(X, y, loss, warm=False)
         problem = ChainProblem(tokens, kept_off, y_int, len(classes), sup_ptr, sup_label,
-                               loss, self.fit_intercept, self.n_jobs)
+                               loss, self.fit_intercept, self.n_jobs, self.transitions)
         param_column = np.concatenate([np.repeat(np.arange(d), np.diff(sup_ptr)),
                                        np.full(problem.n_params - problem.n_support, -1)])
         restrictor = _DictRestrictor(vec) if vec.input_type_ == "dict" else \
