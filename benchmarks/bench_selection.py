@@ -23,8 +23,24 @@ between its features firing on a candidate arc and the arc being gold)
 keeps the top ``B``; a hinge parser is refit on each selection and UAS on
 test is reported against the number of features.
 
+``--task conll2002 --language {esp,ned}`` (the paper's Table 2): CoNLL-2002
+Spanish or Dutch NER with the paper's NER templates as we read them (the
+chunking templates plus shape n-grams up to 3 within 3, prefix/suffix
+n-grams, lengths 1-3, up to 3 within 3, and case / punctuation / digit
+indicator n-grams up to 5 within 5: 324 templates, ``NER_TEMPLATES``),
+conjoined with the 9 IOB2 tags, plus tag bigrams.  The token features are
+built with NumPy as sparse matrices, one column per (template, value
+n-gram) seen in training, grouped by template for the selector
+(``groups=``): feature dicts would take ~10^8 Python entries.  The paper's
+schedule: the full hinge model trained for 15 epochs (alpha tuned on
+``testa``), 5 sparseptron epochs with ``K = 1000`` for ``B = 100, 200,
+300``, refits of 10 epochs; entity F1 on ``testa`` and ``testb``.  By
+default on the first 2,500 (Spanish) / 4,000 (Dutch) training sentences to
+stay within ~15 minutes per language on one core (``--n-train 0``: all).
+
 Run ``python benchmarks/bench_selection.py --task conll2000`` (about 30
-minutes on 2 cores) and ``--task ewt`` (``--n-train`` to subsample).
+minutes on 2 cores), ``--task ewt`` (``--n-train`` to subsample) and
+``--task conll2002 --language esp`` / ``--language ned``.
 """
 
 import os
@@ -42,13 +58,15 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import RESULTS, machine_info, md_table, write_csv  # noqa: E402
-from _seq_common import PAPER_TEMPLATES, conll2000_paper_xy  # noqa: E402
+from _seq_common import (PAPER_TEMPLATES, SHARED, _ngram_templates,  # noqa: E402
+                         conll2000_paper_xy, word_shape)
 
 from structlearn import DependencyParser, SequenceTagger  # noqa: E402
 from structlearn.feature_selection import GroupLassoSelector  # noqa: E402
 from structlearn.metrics import chunk_f1, uas  # noqa: E402
 
-BUDGETS = {"conll2000": [10, 20, 30, 40, 50], "ewt": [16, 32, 48, 64]}
+BUDGETS = {"conll2000": [10, 20, 30, 40, 50], "ewt": [16, 32, 48, 64],
+           "conll2002": [100, 200, 300]}
 ALPHA_CHUNK = 1e-6
 ALPHA_PARSE = 2e-5
 
@@ -176,6 +194,301 @@ def write_chunking_report(args, rows, traces, mem):
     print(f"wrote {out}")
 
 
+# ---------------------------------------------------------- CoNLL-2002 NER
+def _ner_case(w):
+    if not any(c.isalpha() for c in w):
+        return "none"
+    if w.islower():
+        return "lower"
+    if w.isupper():
+        return "upper"
+    if w[0].isupper() and (len(w) == 1 or w[1:].islower()):
+        return "title"
+    return "mixed"
+
+
+def _ner_punct(w):
+    n = sum(not c.isalnum() for c in w)
+    return "all" if n == len(w) else "some" if n else "none"
+
+
+def _ner_digit(w):
+    n = sum(c.isdigit() for c in w)
+    return "all" if n == len(w) else "some" if n else "none"
+
+
+#: token attributes of the NER templates: name -> function of (word, POS)
+NER_ATTRIBUTES = {
+    "w": lambda w, p: w,
+    "pos": lambda w, p: p,
+    "shape": lambda w, p: word_shape(w),
+    **{f"pre{k}": (lambda k: lambda w, p: w[:k])(k) for k in (1, 2, 3)},
+    **{f"suf{k}": (lambda k: lambda w, p: w[-k:])(k) for k in (1, 2, 3)},
+    "case": lambda w, p: _ner_case(w),
+    "punct": lambda w, p: _ner_punct(w),
+    "digit": lambda w, p: _ner_digit(w),
+}
+
+
+def _ner_templates():
+    """The NER templates of Martins et al. (2011, Sec. 5) as we read them:
+    the chunking templates (``PAPER_TEMPLATES``: POS n-grams up to 5 within
+    5, word n-grams up to 3 within 3, shape n-grams up to 2 within 2), plus
+    shape n-grams up to 3 within 3, n-grams up to 3 within 3 of the word
+    prefixes and suffixes of length 1, 2 and 3, and n-grams up to 5 within 5
+    of the case, punctuation and digit indicators: 72 + 9 + 108 + 135 = 324
+    templates (the paper counts 452)."""
+    out = list(PAPER_TEMPLATES)
+    seen = set(out)
+    extra = [("shape", t) for t in _ngram_templates(-3, 3, 3)]
+    extra += [(f"{a}{k}", t) for a in ("pre", "suf") for k in (1, 2, 3)
+              for t in _ngram_templates(-3, 3, 3)]
+    extra += [(a, t) for a in ("case", "punct", "digit") for t in _ngram_templates(-5, 5, 5)]
+    out += [x for x in extra if x not in seen]
+    return out
+
+
+NER_TEMPLATES = _ner_templates()
+
+
+def ner_template_name(attr, offs):
+    return f"{attr}[{','.join(map(str, offs))}]"
+
+
+def ner_features(splits, fit_on="train"):
+    """Token feature matrices of the NER templates, built with NumPy.
+
+    ``splits`` maps a split name to ``(words, pos)`` (lists of sentences).
+    A feature is a (template, value n-gram) pair seen in ``splits[fit_on]``;
+    unseen ones are dropped elsewhere.  Returns ``{split: (csr, tok_off)}``
+    -- one row per token, exactly one non-zero (1.0) per template whose
+    value was seen in training -- and the template index of every column.
+    (Equivalent to one feature dict per token keyed by template name, as
+    the chunking task builds them, without the ~10^8 Python dict entries
+    that 324 templates on ~300,000 tokens would take.)
+    """
+    import scipy.sparse as sp
+
+    names = list(splits)
+    offs, sent_pos, sent_len = {}, [], []
+    start = 0
+    for s in names:
+        words, _ = splits[s]
+        lens = np.array([len(x) for x in words], dtype=np.int64)
+        tok_off = np.concatenate([[0], np.cumsum(lens)])
+        offs[s] = (start, start + int(tok_off[-1]), tok_off)
+        sent_len.append(np.repeat(lens, lens))
+        sent_pos.append(np.concatenate([np.arange(n) for n in lens]) if len(lens)
+                        else np.zeros(0, np.int64))
+        start += int(tok_off[-1])
+    n_all = start
+    sent_len = np.concatenate(sent_len)
+    sent_pos = np.concatenate(sent_pos)
+    pairs = [(w, p) for s in names for ws, ps in zip(*splits[s]) for w, p in zip(ws, ps)]
+    codes, radix = {}, {}
+    for a, f in NER_ATTRIBUTES.items():
+        vocab = {}
+        # 0 = before the sentence, 1 = after it
+        codes[a] = np.fromiter((vocab.setdefault(f(w, p), len(vocab) + 2) for w, p in pairs),
+                               dtype=np.int64, count=n_all)
+        radix[a] = len(vocab) + 2
+    del pairs
+    lo, hi, _ = offs[fit_on]
+    cols = np.empty((n_all, len(NER_TEMPLATES)), dtype=np.int32)
+    col_template = []
+    n_cols = 0
+    idx = np.arange(n_all)
+    for j, (a, toffs) in enumerate(NER_TEMPLATES):
+        if radix[a] ** len(toffs) >= 2 ** 62:
+            raise OverflowError(f"template {a}{toffs}: key space too large")
+        key = np.zeros(n_all, dtype=np.int64)
+        for o in toffs:
+            p = sent_pos + o
+            c = np.where(p < 0, 0, np.where(p >= sent_len, 1,
+                                            codes[a][np.clip(idx + o, 0, n_all - 1)]))
+            key = key * radix[a] + c
+        uniq = np.unique(key[lo:hi])
+        k = np.searchsorted(uniq, key)
+        found = (k < len(uniq)) & (uniq[np.minimum(k, len(uniq) - 1)] == key)
+        cols[:, j] = np.where(found, n_cols + k, -1)
+        col_template.append(np.full(len(uniq), j, dtype=np.int64))
+        n_cols += len(uniq)
+    out = {}
+    for s in names:
+        a, b, tok_off = offs[s]
+        block = cols[a:b]
+        mask = block >= 0
+        indptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))])
+        X = sp.csr_matrix((np.ones(int(indptr[-1])), block[mask], indptr),
+                          shape=(b - a, n_cols))
+        out[s] = (X, tok_off)
+    return out, np.concatenate(col_template)
+
+
+def split_sentences(X, tok_off):
+    """A token matrix as the list of per-sentence matrices the estimators take."""
+    return [X[tok_off[i]:tok_off[i + 1]] for i in range(len(tok_off) - 1)]
+
+
+#: default training subsample (first sentences of the train file), to keep
+#: the run within ~15 minutes per language on one core
+NER_N_TRAIN = {"esp": 2500, "ned": 4000}
+#: Martins et al. (2011), Table 2: F1 dev/test and number of features
+NER_PAPER = {
+    "esp": [("MIRA, all features", "70.38", "74.09", "8,598,246"),
+            ("B = 100", "71.79", "73.62", "83,036"),
+            ("B = 200", "72.08", "75.05", "354,872"),
+            ("B = 300", "71.48", "73.38", "600,646")],
+    "ned": [("MIRA, all features", "69.15", "71.54", "5,727,004"),
+            ("B = 100", "69.48", "72.83", "128,320"),
+            ("B = 200", "71.03", "73.33", "447,193"),
+            ("B = 300", "71.2", "72.59", "889,660")],
+}
+
+
+def ner_data(language, n_train):
+    from structlearn.datasets import fetch_conll2002
+
+    data = {s: fetch_conll2002(language, s, data_home=SHARED, download_if_missing=False)
+            for s in ("train", "testa", "testb")}
+    n = n_train or len(data["train"].words)
+    splits = {s: (b.words[:n], b.pos[:n]) if s == "train" else (b.words, b.pos)
+              for s, b in data.items()}
+    tags = {s: (b.tags[:n] if s == "train" else b.tags) for s, b in data.items()}
+    feats, col_template = ner_features(splits)
+    return feats, col_template, tags
+
+
+def _restrict(feats, keep):
+    """Per-sentence matrices of every split, keeping the columns ``keep``
+    (what ``GroupLassoSelector.transform`` does sentence by sentence, done
+    once per split on the stacked matrix: slicing millions of columns out
+    of each of thousands of sentence matrices would take minutes)."""
+    cols = np.flatnonzero(keep)
+    return {s: split_sentences(X[:, cols].tocsr(), off) for s, (X, off) in feats.items()}
+
+
+def run_ner(args):
+    lang = args.language
+    n_train = NER_N_TRAIN[lang] if args.n_train is None else (args.n_train or None)
+    t0 = time.perf_counter()
+    feats, col_template, tags = ner_data(lang, n_train)
+    feat_s = time.perf_counter() - t0
+    names = np.array([ner_template_name(*t) for t in NER_TEMPLATES], dtype=object)
+    col_names = names[col_template]
+    X = {s: split_sentences(*feats[s]) for s in feats}
+    ytr = tags["train"]
+    n_tok = int(feats["train"][1][-1])
+    print(f"CoNLL-2002 {lang}: {len(ytr)} train sentences ({n_tok} tokens), "
+          f"{len(tags['testa'])} testa / {len(tags['testb'])} testb, "
+          f"{len(NER_TEMPLATES)} templates, {len(col_template)} features "
+          f"({feat_s:.0f} s)", flush=True)
+
+    def hinge(alpha, epochs):
+        return SequenceTagger(loss="hinge", alpha=alpha, max_iter=epochs, tol=0.0,
+                              n_jobs=1, random_state=0)
+
+    def scores(est, Xs):
+        return [round(100 * chunk_f1(tags[s], est.predict(Xs[s])), 2)
+                for s in ("testa", "testb")]
+
+    rows, tuning = [], []
+    best = None
+    for alpha in args.alphas:
+        full = hinge(alpha, args.full_epochs)
+        fit_s = _quiet_fit(full, X["train"], ytr)
+        dev, test = scores(full, X)
+        tuning.append(dict(alpha=alpha, dev_f1=dev, test_f1=test, fit_s=round(fit_s, 1)))
+        print(json.dumps(tuning[-1]), flush=True)
+        if best is None or dev > best[0]:
+            best = (dev, test, alpha, full, fit_s)
+    dev, test, alpha, full, fit_s = best
+    rows.append(dict(model=f"full (hinge, {args.full_epochs} epochs)", budget="",
+                     templates=len(NER_TEMPLATES), features=len(col_template),
+                     weights=int(full._n_support), dev_f1=dev, test_f1=test,
+                     select_s="", fit_s=round(fit_s, 1)))
+    print(json.dumps(rows[-1]), flush=True)
+    del full
+    selected = {}
+    for B in BUDGETS["conll2002"]:
+        sel = GroupLassoSelector(SequenceTagger(n_jobs=1), budget=B, groups=col_names,
+                                 K=1000, n_epochs=5, random_state=0)
+        sel_s = _quiet_fit(sel, X["train"], ytr)
+        Xs = _restrict(feats, sel.get_support())
+        refit = hinge(alpha, args.refit_epochs)
+        fit_s = _quiet_fit(refit, Xs["train"], ytr)
+        dev, test = scores(refit, Xs)
+        rows.append(dict(model=f"sparseptron + hinge refit ({args.refit_epochs} epochs)",
+                         budget=B, templates=len(sel.selected_groups_),
+                         features=int(sel.n_features_selected_),
+                         weights=int(refit._n_support), dev_f1=dev, test_f1=test,
+                         select_s=round(sel_s, 1), fit_s=round(fit_s, 1)))
+        selected[B] = list(sel.selected_groups_)
+        print(json.dumps(rows[-1]), flush=True)
+        del Xs, refit, sel
+    write_ner_report(args, lang, len(ytr), n_tok, alpha, rows, tuning, selected)
+
+
+def _template_family(name):
+    attr = name.split("[", 1)[0]
+    return attr[:3] + "fix" if attr[:3] in ("pre", "suf") else attr
+
+
+def write_ner_report(args, lang, n_sent, n_tok, alpha, rows, tuning, selected):
+    RESULTS.mkdir(exist_ok=True)
+    stem = f"selection_conll2002_{lang}"
+    if args.n_train is not None:
+        stem += f"_n{args.n_train}" if args.n_train else "_all"
+    write_csv(RESULTS / f"{stem}.csv", rows)
+    full_w = rows[0]["weights"]
+    language = {"esp": "Spanish", "ned": "Dutch"}[lang]
+    cmd = f"python benchmarks/bench_selection.py --task conll2002 --language {lang}"
+    if args.n_train is not None:
+        cmd += f" --n-train {args.n_train}"
+    fams = sorted({_template_family(n) for n in
+                   (ner_template_name(*t) for t in NER_TEMPLATES)})
+    total = {f: sum(_template_family(ner_template_name(*t)) == f for t in NER_TEMPLATES)
+             for f in fams}
+    lines = [f"# Template selection: CoNLL-2002 {language} NER "
+             "(Martins et al. 2011, Table 2)", "",
+             f"Command: `{cmd}`", "",
+             "Machine: " + ", ".join(f"{k} {v}" for k, v in machine_info().items()), "",
+             f"Training data: the first {n_sent} sentences of `{lang}.train` "
+             f"({n_tok} tokens); dev = `{lang}.testa`, test = `{lang}.testb` (complete). "
+             f"{len(NER_TEMPLATES)} templates (see `NER_TEMPLATES`) conjoined with the 9 "
+             "IOB2 tags, plus tag bigrams.  F1 = entity-level F1 (conlleval, "
+             "`structlearn.metrics.chunk_f1`), in %.", "",
+             f"Full model: hinge loss, averaged SGD, {args.full_epochs} epochs; alpha "
+             f"tuned on dev F1 over {[t['alpha'] for t in tuning]}: alpha = {alpha}.  "
+             f"Selection: 5 sparseptron epochs, K = 1000, d_m = log2 |G_m|; refit: the "
+             f"same hinge model (alpha = {alpha}), {args.refit_epochs} epochs.", "",
+             "Alpha tuning (full model):", "",
+             md_table(["alpha", "dev F1", "test F1", "fit (s)"],
+                      [[t["alpha"], t["dev_f1"], t["test_f1"], t["fit_s"]]
+                       for t in tuning]), "",
+             md_table(["model", "budget B", "templates", "features", "weights",
+                       "% of full", "dev F1", "test F1", "selection (s)", "fit (s)"],
+                      [[r["model"], r["budget"], r["templates"], r["features"],
+                        r["weights"], f"{100 * r['weights'] / full_w:.1f}", r["dev_f1"],
+                        r["test_f1"], r["select_s"], r["fit_s"]] for r in rows]), "",
+             "The paper (Table 2, all training data, 452 templates; Lasso columns "
+             "omitted):", "",
+             md_table(["model", "dev F1", "test F1", "features"], NER_PAPER[lang]), "",
+             "Selected templates per family (selected / available):", ""]
+    for B, sel in selected.items():
+        cnt = {f: 0 for f in fams}
+        for n in sel:
+            cnt[_template_family(n)] += 1
+        lines.append(f"- B = {B}: " + ", ".join(f"{f} {cnt[f]}/{total[f]}" for f in fams))
+    lines.append("")
+    for B, sel in selected.items():
+        lines.append(f"- B = {B} templates: " + " ".join(sel))
+    lines.append("")
+    out = RESULTS / f"{stem}.md"
+    out.write_text("\n".join(lines))
+    print(f"wrote {out}")
+
+
 # ------------------------------------------------------------------- parsing
 def information_gain(parser, X, y):
     """Eq. 16 per arc template: sum over its features f and a in {0, 1} of
@@ -286,21 +599,38 @@ def run_parsing(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--task", choices=["conll2000", "ewt"], default="conll2000")
-    ap.add_argument("--n-train", type=int, default=None)
-    ap.add_argument("--full-epochs", type=int, default=20,
-                    help="SGD epochs of the full model (the paper: 15)")
-    ap.add_argument("--refit-epochs", type=int, default=20,
-                    help="SGD epochs of the refit (the paper: 10, after 5 selection "
-                         "epochs)")
+    ap.add_argument("--task", choices=["conll2000", "ewt", "conll2002"],
+                    default="conll2000")
+    ap.add_argument("--language", choices=["esp", "ned"], default="esp",
+                    help="--task conll2002: Spanish (esp) or Dutch (ned)")
+    ap.add_argument("--n-train", type=int, default=None,
+                    help="first N training sentences (--task conll2002: default "
+                         f"{NER_N_TRAIN}; 0 = all)")
+    ap.add_argument("--alphas", type=lambda v: [float(a) for a in v.split(",")],
+                    default=[1e-6, 1e-5, 1e-4],
+                    help="--task conll2002: L2 strengths tried for the full model "
+                         "(the best on testa is used for the refits too)")
+    ap.add_argument("--full-epochs", type=int, default=None,
+                    help="SGD epochs of the full model (default 20; --task conll2002: "
+                         "15, the paper's)")
+    ap.add_argument("--refit-epochs", type=int, default=None,
+                    help="SGD epochs of the refit (default 20; --task conll2002: 10, "
+                         "the paper's, after 5 selection epochs)")
     ap.add_argument("--memory", action="store_true",
                     help="also measure the peak memory of the full and B = 30 fits")
     ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    paper = args.task == "conll2002"
+    if args.full_epochs is None:
+        args.full_epochs = 15 if paper else 20
+    if args.refit_epochs is None:
+        args.refit_epochs = 10 if paper else 20
     if args.memory_child:
         memory_child(args.memory_child, args.n_train, args.full_epochs)
     elif args.task == "conll2000":
         run_chunking(args)
+    elif args.task == "conll2002":
+        run_ner(args)
     else:
         run_parsing(args)
 

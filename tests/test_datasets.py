@@ -23,6 +23,7 @@ from structlearn.datasets import (
     ConlluSentence,
     fetch_chu_ghahramani,
     fetch_conll2000,
+    fetch_conll2002,
     fetch_label_ranking,
     fetch_mulan,
     fetch_ud_treebank,
@@ -38,6 +39,7 @@ from structlearn.datasets import (
     pos_token_features,
     read_arff_multilabel,
     read_chu_ghahramani,
+    read_conll2002,
     read_conll_columns,
     read_conllu,
     read_label_ranking_csv,
@@ -1045,3 +1047,142 @@ def test_conll2000_official_baseline_with_chunk_f1():
     assert chunk_f1(test.chunks, test.chunks) == 1.0
     assert {"NP", "VP", "PP", "ADVP", "SBAR"} <= set(per_type)
     assert per_type["NP"]["f1"] > per_type["VP"]["f1"] > per_type["SBAR"]["f1"]
+
+
+# ---------------------------------------------------------------------------
+# CoNLL-2002 named entities (reader, fetcher)
+# ---------------------------------------------------------------------------
+CONLL2002_NED = """-DOCSTART- -DOCSTART- O
+De Art O
+Vlaamse Adj B-MISC
+regering N O
+
+Jan N B-PER
+Peeters N I-PER
+-DOCSTART- -DOCSTART- O
+Antwerpen N B-LOC
+zegt V O
+
+"""
+
+
+def test_read_conll2002_docstart_is_a_boundary():
+    words, pos, tags = read_conll2002(io.StringIO(CONLL2002_NED))
+    # -DOCSTART- is dropped and ends "Jan Peeters" although no blank line follows it
+    assert words == [["De", "Vlaamse", "regering"], ["Jan", "Peeters"],
+                     ["Antwerpen", "zegt"]]
+    assert pos == [["Art", "Adj", "N"], ["N", "N"], ["N", "V"]]
+    assert tags == [["O", "B-MISC", "O"], ["B-PER", "I-PER"], ["B-LOC", "O"]]
+    assert read_conll2002(io.StringIO("")) == ([], [], [])
+    assert read_conll2002(io.StringIO("\n-DOCSTART- -DOCSTART- O\n\n")) == ([], [], [])
+    # no final blank line, tabs and CRLF
+    assert read_conll2002(io.StringIO("a\tDA O\r\nb NC B-ORG")) == (
+        [["a", "b"]], [["DA", "NC"]], [["O", "B-ORG"]])
+
+
+@pytest.mark.parametrize("line, msg", [
+    ("Jan B-PER", r"x\.txt:3: expected 3 columns .* got 2"),
+    ("Jan N B-PER extra", r"x\.txt:3: expected 3 columns .* got 4"),
+    ("Jan N PER", r"x\.txt:3: 'PER' is not an IOB2 tag"),
+    ("Jan N S-PER", r"x\.txt:3: 'S-PER' is not an IOB2 tag"),
+    ("Jan N B-", r"x\.txt:3: 'B-' is not an IOB2 tag"),
+])
+def test_read_conll2002_malformed_line(tmp_path, line, msg):
+    path = tmp_path / "x.txt"
+    path.write_text("De Art O\n\n" + line + "\nis V O\n\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=msg):
+        read_conll2002(path)
+    with pytest.raises(ValueError, match=r"<file>:3: "):
+        read_conll2002(io.StringIO("De Art O\n\n" + line + "\n"))
+
+
+def test_read_conll2002_encodings(tmp_path):
+    latin = tmp_path / "esp.latin1"
+    latin.write_bytes("La DA B-LOC\nCoruña NC I-LOC\n\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"esp\.latin1:2: cannot decode .*utf-8.*latin-1"):
+        read_conll2002(latin)
+    assert read_conll2002(latin, encoding="latin-1")[0] == [["La", "Coruña"]]
+    gz = tmp_path / "esp.utf8.gz"
+    with gzip.open(gz, "wb") as fh:
+        fh.write("La DA B-LOC\nCoruña NC I-LOC\n".encode("utf-8"))
+    assert read_conll2002(gz)[0] == [["La", "Coruña"]]
+
+
+def test_fetch_conll2002_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="Unknown CoNLL-2002 language 'eng'"):
+        fetch_conll2002("eng", data_home=tmp_path)
+    with pytest.raises(ValueError, match="subset must be 'train', 'testa' or 'testb'"):
+        fetch_conll2002("esp", "test", data_home=tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"conll2002_ner/ned\.testa"):
+        fetch_conll2002("ned", "testa", data_home=tmp_path, download_if_missing=False)
+    assert not (tmp_path / "conll2002_ner").exists()
+
+
+def test_conll2002_is_not_shipped():
+    names = [p.name.lower() for p in _base.DATA_DIR.rglob("*")]
+    assert not [n for n in names if "conll2002" in n or n.startswith(("esp.", "ned."))]
+    assert "research" in fetch_conll2002.__doc__.lower()
+
+
+def test_conll2002_archive_download(tmp_path, monkeypatch):
+    files = {f"{lang}.{s}": f"x{lang} N O\n\n".encode() for lang in ("esp", "ned")
+             for s in ("train", "testa", "testb")}
+    files["ned.testb"] = (CONLL2002_NED.replace("Peeters", "Peetërs")).encode("utf-8")
+    files["README"] = b"research use only\n"
+    requested = []
+    payload = {"data": _zip_bytes({f"conll2002/{k}": v for k, v in files.items()})}
+
+    def fake_urlopen(url, timeout=None):
+        requested.append(url)
+        return io.BytesIO(payload["data"])
+
+    monkeypatch.setattr(_base, "urlopen", fake_urlopen)
+    # the real digests: the fake archive is rejected and nothing is written
+    with pytest.raises(ChecksumError, match=r"SHA-256 mismatch for conll2002/"):
+        fetch_conll2002("ned", "testb", data_home=tmp_path)
+    assert requested == [
+        "https://raw.githubusercontent.com/nltk/nltk_data/"
+        "5db857e6f7df11eabb5e5665836db9ec8df07e28/packages/corpora/conll2002.zip"]
+    assert list((tmp_path / "conll2002_ner").iterdir()) == []
+    # with digests matching the fake files, every member is extracted and read
+    fake_sums = dict(CHECKSUMS)
+    fake_sums["conll2002_ner"] = {k: hashlib.sha256(v).hexdigest() for k, v in files.items()}
+    monkeypatch.setattr(_fetchers, "CHECKSUMS", fake_sums)
+    b = fetch_conll2002("NED", "testb", data_home=tmp_path)
+    assert sorted(p.name for p in (tmp_path / "conll2002_ner").iterdir()) == sorted(files)
+    assert b.words == [["De", "Vlaamse", "regering"], ["Jan", "Peetërs"],
+                       ["Antwerpen", "zegt"]]
+    assert b.tags[1] == ["B-PER", "I-PER"] and b.language == "ned" and b.subset == "testb"
+    assert "research use only" in b.DESCR and "Dutch" in b.DESCR
+    # offline from the cache, no second download
+    fetch_conll2002("esp", "train", data_home=tmp_path, download_if_missing=False)
+    assert len(requested) == 2
+
+
+@needs_shared
+def test_fetch_conll2002_offline():
+    """Counts of SOURCE.md of the reference copy: sentences, tokens without
+    the -DOCSTART- lines, and entities (B- tags)."""
+    expected = {
+        ("esp", "train"): (8323, 264715, 18797), ("esp", "testa"): (1915, 52923, 4351),
+        ("esp", "testb"): (1517, 51533, 3558),
+        ("ned", "train"): (15806, 202931 - 287, 13344),
+        ("ned", "testa"): (2895, 37761 - 74, 2616),
+        ("ned", "testb"): (5195, 68994 - 119, 3941),
+    }
+    for (lang, subset), (n_sent, n_tok, n_ent) in expected.items():
+        b = fetch_conll2002(lang, subset, data_home=SHARED, download_if_missing=False)
+        assert len(b.words) == len(b.pos) == len(b.tags) == n_sent
+        assert [len(s) for s in b.words] == [len(s) for s in b.tags]
+        assert [len(s) for s in b.words] == [len(s) for s in b.pos]
+        assert sum(len(s) for s in b.words) == n_tok
+        assert sum(t.startswith("B-") for s in b.tags for t in s) == n_ent
+        assert not any("-DOCSTART-" in s for s in b.words)
+        assert {t for s in b.tags for t in s} == {
+            "O", *(f"{p}-{x}" for p in "BI" for x in ("PER", "LOC", "ORG", "MISC"))}
+        assert b.filename.endswith(f"{lang}.{subset}")
+    esp = fetch_conll2002("esp", "testb", data_home=SHARED, download_if_missing=False)
+    assert esp.words[0][:2] == ["La", "Coruña"] and esp.tags[0][:2] == ["B-LOC", "I-LOC"]
+    assert esp.pos[0][:2] == ["DA", "NC"]
+    ned = fetch_conll2002("ned", "train", data_home=SHARED, download_if_missing=False)
+    assert ned.words[0][:3] == ["De", "tekst", "van"]

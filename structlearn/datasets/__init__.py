@@ -5,10 +5,12 @@ Three kinds of entry points:
 - **readers** -- pure functions of a path, for files you already have:
   :func:`read_label_ranking_csv`, :func:`read_arff_multilabel`,
   :func:`read_chu_ghahramani`, :func:`read_wine_quality`,
-  :func:`read_conll_columns`, :func:`read_conllu` (and :func:`write_conllu`);
+  :func:`read_conll_columns`, :func:`read_conll2002`, :func:`read_conllu`
+  (and :func:`write_conllu`);
 - **fetchers** -- download-and-cache with SHA-256 verification:
   :func:`fetch_label_ranking`, :func:`fetch_mulan`,
   :func:`fetch_chu_ghahramani`, :func:`fetch_conll2000`,
+  :func:`fetch_conll2002` (research use only, never shipped),
   :func:`fetch_ud_treebank` (cache folder: :func:`get_data_home`);
 - **bundled loaders** -- small redistributable data shipped with the package,
   no network needed: :func:`load_wine_quality`, :func:`load_label_ranking`,
@@ -32,6 +34,7 @@ from ._bundled import (
 from ._fetchers import (
     fetch_chu_ghahramani,
     fetch_conll2000,
+    fetch_conll2002,
     fetch_label_ranking,
     fetch_mulan,
     fetch_ud_treebank,
@@ -43,6 +46,7 @@ from ._readers import (
     ConlluSentence,
     read_arff_multilabel,
     read_chu_ghahramani,
+    read_conll2002,
     read_conll_columns,
     read_conllu,
     read_label_ranking_csv,
@@ -58,6 +62,7 @@ __all__ = [
     "read_chu_ghahramani",
     "read_wine_quality",
     "read_conll_columns",
+    "read_conll2002",
     "read_conllu",
     "write_conllu",
     "ConlluSentence",
@@ -68,6 +73,7 @@ __all__ = [
     "list_mulan_datasets",
     "list_chu_ghahramani_datasets",
     "fetch_conll2000",
+    "fetch_conll2002",
     "fetch_ud_treebank",
     "load_wine_quality",
     "load_label_ranking",

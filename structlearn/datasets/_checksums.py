@@ -4,8 +4,8 @@ The values are copied from the ``SHA256SUMS`` files that accompany the
 reference copies of the data (one table per cache folder, in the same
 ``<sha256>  <relative path>`` format as ``sha256sum``).  They pin the exact
 bytes served by the raw-file URLs at the commits listed in
-:mod:`structlearn.datasets._fetchers` (for CoNLL-2000, the bytes of the
-files extracted from the pinned nltk_data zip archive).
+:mod:`structlearn.datasets._fetchers` (for CoNLL-2000 and CoNLL-2002, the bytes
+of the files extracted from the pinned nltk_data zip archives).
 """
 
 __all__ = ["CHECKSUMS"]
@@ -792,6 +792,16 @@ e266e515a0a7547657ed3d90d9ba46487d6bd251f27ad4269d4e8a427c8555cd  en_ewt-ud-test
 3fb78e2b55482c8ee00caa653af436c88c9e5bc9a73ce26e4ae3ddc79d2b7e7b  en_ewt-ud-train.conllu
 """
 
+_CONLL2002_NER = """
+dad94e4cfac29a8cb2c73eccdc8c43d676b6b51c69266935846f5a397243c793  README
+85c17793b77881c53d19017d9d0f1e6fb98b7ddcab54a5f24b05ed1793103c87  esp.testa
+1f8f7a392c6d4979a5592a5794eed43d7869b46da6851bbcde99714149f1d016  esp.testb
+a20d95cab7d88a19a86f8c1ad6329325c99fbd9529ed978cbd7e31d4b01b4008  esp.train
+51259d4bfe52462f211d3d0b67173a7ecbfa296e199f6c6bd0895f4c78155057  ned.testa
+2aa748edb82e6f9c4d82e57a4bed69ded18cfa4803122c75070335d513517488  ned.testb
+0a419dcb356b62c8cff38515675550b3d5dbea9f45a1c4956328dbd5cc7fcdbc  ned.train
+"""
+
 #: Mapping ``cache folder -> {relative path -> sha256 hex digest}``.
 CHECKSUMS = {
     "label_ranking": _parse(_LABEL_RANKING),
@@ -800,5 +810,6 @@ CHECKSUMS = {
     "multilabel_yeast": _parse(_MULTILABEL_YEAST),
     "ordinal_chu_ghahramani": _parse(_ORDINAL_CHU_GHAHRAMANI),
     "conll2000_chunking": _parse(_CONLL2000_CHUNKING),
+    "conll2002_ner": _parse(_CONLL2002_NER),
     "ud_english_ewt": _parse(_UD_ENGLISH_EWT),
 }

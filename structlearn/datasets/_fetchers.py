@@ -19,6 +19,10 @@ Sources (raw files at pinned commits):
   ``5db857e6f7df11eabb5e5665836db9ec8df07e28``,
   ``packages/corpora/conll2000.zip`` (members ``conll2000/{train,test}.txt``
   are extracted and checked);
+- CoNLL-2002 named entities: the same nltk_data commit,
+  ``packages/corpora/conll2002.zip`` (members ``conll2002/{esp,ned}.{train,
+  testa,testb}`` and ``conll2002/README`` are extracted and checked);
+  research use only, never redistributed with this package;
 - UD English EWT: https://github.com/UniversalDependencies/UD_English-EWT,
   commit ``15d613d8447b3478787d4c278730a1e48a945efb`` (UD v2.16), CC BY-SA 4.0.
 """
@@ -38,6 +42,7 @@ from ._checksums import CHECKSUMS
 from ._readers import (
     _read_partition_pair,
     read_arff_multilabel,
+    read_conll2002,
     read_conll_columns,
     read_conllu,
     read_label_ranking_csv,
@@ -51,6 +56,7 @@ __all__ = [
     "list_mulan_datasets",
     "list_chu_ghahramani_datasets",
     "fetch_conll2000",
+    "fetch_conll2002",
     "fetch_ud_treebank",
 ]
 
@@ -98,6 +104,11 @@ ARCHIVE_URLS = {
         "https://raw.githubusercontent.com/nltk/nltk_data/"
         f"{_NLTK_DATA_COMMIT}/packages/corpora/conll2000.zip",
         "conll2000/",
+    ),
+    "conll2002_ner": (
+        "https://raw.githubusercontent.com/nltk/nltk_data/"
+        f"{_NLTK_DATA_COMMIT}/packages/corpora/conll2002.zip",
+        "conll2002/",
     ),
 }
 
@@ -542,6 +553,125 @@ def fetch_conll2000(subset="train", data_home=None, download_if_missing=True):
     chunks = [[t[2] for t in s] for s in sentences]
     return Bunch(words=words, pos=pos, chunks=chunks, filename=str(path),
                  DESCR=_CONLL2000_DESCR)
+
+
+# ---------------------------------------------------------------------------
+# CoNLL-2002 named entities
+# ---------------------------------------------------------------------------
+_CONLL2002_LANGUAGES = {"esp": "Spanish", "ned": "Dutch"}
+
+_CONLL2002_DESCR = """CoNLL-2002 shared task: language-independent named entity recognition
+(Tjong Kim Sang, 2002), {language} part, {subset} split.
+
+Spanish: EFE news agency articles (May 2000); train 8,323 / testa 1,915 /
+testb 1,517 sentences.  Dutch: articles of the Belgian newspaper De Morgen
+(2000), sentences shuffled within each article; train 15,806 / testa 2,895 /
+testb 5,195 sentences.  Every token has a part-of-speech tag (Spanish: the
+tags of X. Carreras; Dutch: the MBT tagger's, not checked) and an IOB2
+named-entity tag over PER, LOC, ORG and MISC.  Protocol: train on train,
+tune on testa, report entity-level F1 (conlleval) on testb, see
+structlearn.metrics.chunk_f1.
+
+LICENCE: research use only.  The distribution's README says: "Files in these
+directories may only be used for research applications in the context of
+the CoNLL-2002 shared task.  No permission is given for usage other
+applications especially not for commercial applications."  The data are not
+part of structlearn; they are downloaded from the NLTK data repository into
+your data home.
+
+E. F. Tjong Kim Sang. Introduction to the CoNLL-2002 shared task:
+Language-independent named entity recognition. CoNLL 2002.
+"""
+
+
+def fetch_conll2002(language="esp", subset="train", data_home=None,
+                    download_if_missing=True):
+    """Load the CoNLL-2002 named-entity data, downloading it if needed.
+
+    .. warning::
+
+       **Research use only.**  The CoNLL-2002 data may only be used for
+       research; commercial use is not permitted (the README of the
+       distribution: "Files in these directories may only be used for
+       research applications in the context of the CoNLL-2002 shared task.
+       No permission is given for usage other applications especially not
+       for commercial applications.").  For this reason the data are
+       **not** shipped with structlearn: this function downloads them (from
+       the NLTK data repository) into your data home, and you are
+       responsible for complying with the licence.
+
+    Parameters
+    ----------
+    language : {"esp", "ned"}, default="esp"
+        ``"esp"``: Spanish (EFE news, 2000); ``"ned"``: Dutch (De Morgen,
+        2000).
+    subset : {"train", "testa", "testb"}, default="train"
+        The standard split: ``train``, ``testa`` (development data, for
+        tuning) and ``testb`` (the test data).  Sentences:
+        Spanish 8,323 / 1,915 / 1,517, Dutch 15,806 / 2,895 / 5,195.
+    data_home : str or path-like, default=None
+        Cache folder; see :func:`get_data_home`.  The file is
+        ``<data_home>/conll2002_ner/<language>.<subset>``, so a folder that
+        already holds a copy of the files in a ``conll2002_ner``
+        sub-folder can be used offline.
+    download_if_missing : bool, default=True
+        Download ``conll2002.zip`` from the pinned nltk_data commit and
+        extract the six data files and the README when the file is not in
+        the cache.  If False and the file is missing, raise.
+
+    Returns
+    -------
+    data : Bunch
+        With the attributes
+
+        - ``words`` : list of list of str -- the tokens of each sentence;
+        - ``pos`` : list of list of str -- their part-of-speech tags (both
+          languages have them; Dutch: MBT tagger, unchecked);
+        - ``tags`` : list of list of str -- their IOB2 named-entity tags
+          (``"B-PER"``, ``"I-PER"``, ``"B-LOC"``, ..., ``"O"``), the target;
+        - ``language``, ``subset``, ``filename`` : str, ``DESCR`` : str.
+
+        The three lists are aligned: ``len(words[i]) == len(pos[i]) ==
+        len(tags[i])``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``language`` or ``subset``, or a malformed file (the
+        message names the file and the line).
+    FileNotFoundError
+        If the file is missing and ``download_if_missing=False``.
+    ChecksumError
+        If the cached or extracted file fails the SHA-256 check.
+
+    Notes
+    -----
+    The Dutch files mark the start of each article by a line
+    ``-DOCSTART- -DOCSTART- O``.  It is not a token: it is dropped, and
+    treated as a sentence boundary (see :func:`read_conll2002`), so the
+    returned sentences and token counts exclude it (Dutch train: 202,644
+    tokens without the 287 such lines).
+
+    The fetched files are the NLTK copy, re-encoded as UTF-8 (the original
+    distribution is ISO-8859-1; only the bytes differ, not the tokens).
+
+    Evaluate with :func:`structlearn.metrics.chunk_f1` (entity-level F1,
+    the ``conlleval`` definition).  Cite E. F. Tjong Kim Sang,
+    "Introduction to the CoNLL-2002 Shared Task: Language-Independent Named
+    Entity Recognition", CoNLL 2002.
+    """
+    language = _check_name(language, set(_CONLL2002_LANGUAGES), "CoNLL-2002 language")
+    if subset not in ("train", "testa", "testb"):
+        raise ValueError(
+            f"subset must be 'train', 'testa' or 'testb'; got {subset!r}."
+        )
+    path = _fetch_file("conll2002_ner", f"{language}.{subset}", data_home,
+                       download_if_missing)
+    words, pos, tags = read_conll2002(path, encoding="utf-8")
+    return Bunch(words=words, pos=pos, tags=tags, language=language, subset=subset,
+                 filename=str(path),
+                 DESCR=_CONLL2002_DESCR.format(
+                     language=_CONLL2002_LANGUAGES[language], subset=subset))
 
 
 # ---------------------------------------------------------------------------
