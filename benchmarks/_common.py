@@ -75,7 +75,8 @@ def select_and_refit(make, X, y, folds, alphas, score, X_test=None):
     score : callable (estimator, X, y) -> float, larger is better.
 
     Returns a dict: best_alpha, cv_mean (per alpha), refit estimator,
-    refit_time, cv_fit_times, n_fits, n_errors, warnings counts, errors.
+    refit_time, cv_fit_times, n_fits, n_errors, warnings counts (all fits,
+    and ``refit_convergence_warnings`` of the final refit alone), errors.
     """
     out = {"cv_fit_times": [], "n_errors": 0, "errors": []}
     with Recorder() as rec:
@@ -101,8 +102,12 @@ def select_and_refit(make, X, y, folds, alphas, score, X_test=None):
             best = float(alphas[int(np.argmax(means))])
             out["cv_mean"] = dict(zip(map(float, alphas), map(float, means)))
         est = make(best if best is not None else 1.0)
+        n_before = len(rec.log)
         out["refit_time"] = timed_fit(est, X, y)
         out["estimator"] = est
+        # ConvergenceWarnings of the final refit alone (e.g. an epoch budget hit)
+        out["refit_convergence_warnings"] = sum(
+            issubclass(w.category, ConvergenceWarning) for w in rec.log[n_before:])
         if X_test is not None:
             out["y_pred"] = est.predict(X_test)
     out["best_alpha"] = best
@@ -111,6 +116,55 @@ def select_and_refit(make, X, y, folds, alphas, score, X_test=None):
     out["other_warnings"] = rec.other_messages
     out["n_fits"] = len(out["cv_fit_times"]) + 1
     return out
+
+
+#: the losses without a smooth objective that ``solver="bcfw"`` trains to a
+#: certified relative duality gap; benchmark model names "<loss> (bcfw)"
+BCFW_LOSSES = ("hinge", "hinge-slack", "hinge-approx-slack", "poslearn")
+BCFW_SUFFIX = " (bcfw)"
+
+
+def split_bcfw(name):
+    """``"hinge (bcfw)"`` -> ``("hinge", True)``; other names -> ``(name, False)``."""
+    if name.endswith(BCFW_SUFFIX):
+        return name[:-len(BCFW_SUFFIX)], True
+    return name, False
+
+
+def refit_solver_info(r):
+    """Solver facts of the final refit of a :func:`select_and_refit` result:
+    epochs (``n_iter_``), relative duality gap (``duality_gap_``, NaN for
+    solvers without a certificate) and whether the refit warned (an epoch
+    budget hit, for bcfw: stopped before reaching ``tol``)."""
+    est = r["estimator"]
+    est = est[-1] if hasattr(est, "steps") else est
+    gap = getattr(est, "duality_gap_", None)
+    return {"refit_epochs": getattr(est, "n_iter_", np.nan),
+            "refit_gap": np.nan if gap is None else float(gap),
+            "refit_budget_hit": int(r.get("refit_convergence_warnings", 0) > 0)}
+
+
+def bcfw_table(summary, models, datasets):
+    """Markdown table of the bcfw refits: per (model, dataset) the mean and max
+    relative duality gap at the stop, mean epochs, refits that stopped on the
+    epoch budget, and mean refit time.  ``summary[dataset, model]`` holds
+    ``refit_gap_mean``, ``refit_gap_max``, ``refit_epochs_mean``,
+    ``n_refit_budget_hits``, ``n_refits`` and ``refit_time_mean``."""
+    body = []
+    for m in models:
+        if not split_bcfw(m)[1]:
+            continue
+        row = [m]
+        for d in datasets:
+            if (d, m) not in summary:
+                row.append("")
+                continue
+            s = summary[d, m]
+            row.append(f"{s['refit_gap_mean']:.1e} / {s['refit_gap_max']:.1e}, "
+                       f"{s['refit_epochs_mean']:.0f} ep, budget {s['n_refit_budget_hits']}"
+                       f"/{s['n_refits']}, {s['refit_time_mean']:.2f} s")
+        body.append(row)
+    return md_table(["model"] + list(datasets), body)
 
 
 def clone_with(est, **params):

@@ -64,6 +64,12 @@ PERM_LOSSES = ["perceptron", "hinge", "hinge-approx-slack", "poslearn", "sparsem
 BIRK_LOSSES = ["hinge", "poslearn", "sparsemap", "projection", "proj[rs,eucl]",
                "proj[rs,kl]", "proj[birk,kl]", "squared"]
 SGD_LOSSES = {"perceptron", "hinge", "hinge-approx-slack", "poslearn"}
+#: ``--bcfw``: each of these SGD-trained specs gets a twin "<pol>:<loss> (bcfw) (<fmap>)"
+#: trained by block-coordinate Frank-Wolfe (solver="bcfw") to a relative duality gap
+#: of BCFW_TOL within BCFW_EPOCHS epochs, tuned like its SGD twin
+BCFW_LOSSES = ("hinge", "hinge-approx-slack", "poslearn")
+BCFW_EPOCHS = 100
+BCFW_TOL = 1e-3
 LINEAR_MAIN = [("perm", "hinge"), ("perm", "projection"), ("perm", "squared"),
                ("birk", "hinge"), ("birk", "projection"), ("birk", "proj[rs,kl]"),
                ("birk", "squared")]   # birk projection only n <= SMALL_N, k <= 7
@@ -96,12 +102,14 @@ def make_loss(name):
 POLYTOPE = {"perm": "permutahedron", "birk": "birkhoff"}
 
 
-def sl_spec(pol, loss, fmap):
-    name = f"{pol}:{loss} ({fmap})"
+def sl_spec(pol, loss, fmap, solver=None):
+    tag = f"{loss} (bcfw)" if solver == "bcfw" else loss
+    name = f"{pol}:{tag} ({fmap})"
     if loss == "sparsemap":
         tune = ("copy", f"{pol}:projection ({fmap})")   # same loss, other oracle
     elif loss == "hinge-approx-slack":
-        tune = ("copy", f"{pol}:hinge ({fmap})")        # alpha of the margin hinge
+        hinge = "hinge (bcfw)" if solver == "bcfw" else "hinge"
+        tune = ("copy", f"{pol}:{hinge} ({fmap})")      # alpha of the margin hinge
     elif loss == "perceptron":
         tune = ("none",)                                # no alpha; anchor's gamma
     elif loss in ("projection", "squared") and fmap == "nys":
@@ -109,10 +117,13 @@ def sl_spec(pol, loss, fmap):
     else:
         tune = ("alpha",)                               # alpha at anchor's gamma
     return {"name": name, "kind": "sl", "pol": pol, "loss": loss, "fmap": fmap,
-            "tune": tune, "anchor": f"{pol}:projection ({fmap})"}
+            "tune": tune, "anchor": f"{pol}:projection ({fmap})", "solver": solver}
 
 
-def plan_for(name, quick=False, n_sub=None):
+def plan_for(name, quick=False, n_sub=None, bcfw=False, only_bcfw=False):
+    """``bcfw``: add the bcfw twins of the SGD-trained max-margin specs;
+    ``only_bcfw``: keep only those twins, their SGD twins, the projection /
+    squared anchors (their gamma) and the baselines (compute budget)."""
     path = os.path.join(DATA_DIR, f"{name}.csv")
     with open(path) as fh:
         n, d, k = (int(v) for v in fh.readline().split(","))
@@ -144,7 +155,17 @@ def plan_for(name, quick=False, n_sub=None):
     # anchors first (others take their gamma / hyper-parameters)
     kspecs = [sl_spec(p, l, "nys") for p, l in kern]
     kspecs.sort(key=lambda s: s["tune"][0] != "full")
-    specs += kspecs + [sl_spec(p, l, "lin") for p, l in lin]
+    lspecs = [sl_spec(p, l, "lin") for p, l in lin]
+    if bcfw or only_bcfw:
+        twins = [sl_spec(s["pol"], s["loss"], s["fmap"], "bcfw") for s in kspecs + lspecs
+                 if s["loss"] in BCFW_LOSSES]
+        if only_bcfw:
+            keep = {"projection", "squared"} | set(BCFW_LOSSES)
+            kspecs = [s for s in kspecs if s["loss"] in keep]
+            lspecs = [s for s in lspecs if s["loss"] in keep]
+        # copies after the spec they copy from (hinge-approx-slack copies hinge)
+        lspecs += sorted(twins, key=lambda s: s["tune"][0] == "copy")
+    specs += kspecs + lspecs
     n_tr = int(round(n * (N_FOLDS - 1) / N_FOLDS))
     n_eff = min(n_tr, nsub) if nsub else n_tr
     cost = n_eff * min(n_eff, N_COMPONENTS) * (k + k * k) * len(specs)
@@ -180,6 +201,10 @@ def make_estimator(spec, params, k):
         return KNeighborsRegressor(n_neighbors=params["k"], weights=params["weights"])
     if spec["kind"] == "ridge":
         return Ridge(alpha=params["alpha"])
+    if spec.get("solver") == "bcfw":
+        return LabelRanker(polytope=POLYTOPE[spec["pol"]], loss=make_loss(spec["loss"]),
+                           alpha=params.get("alpha", 1e-3), solver="bcfw",
+                           max_iter=BCFW_EPOCHS, tol=BCFW_TOL, random_state=0)
     sgd = spec["loss"] in SGD_LOSSES
     return LabelRanker(polytope=POLYTOPE[spec["pol"]], loss=make_loss(spec["loss"]),
                        alpha=params.get("alpha", 1e-3),
@@ -191,7 +216,7 @@ def fit_predict(spec, params, Ztr, Ytr, Zte):
     """Fit on features; returns (pred ranks, fit cpu, fit wall, pred cpu, info)."""
     est = make_estimator(spec, params, Ytr.shape[1])
     info = {"conv_warn": 0, "other_warn": 0, "n_iter": np.nan, "objective": np.nan,
-            "error": ""}
+            "gap": np.nan, "error": ""}
     if spec["kind"] == "knn" and params["k"] > len(Ztr):
         est.set_params(n_neighbors=len(Ztr))
     with warnings.catch_warnings(record=True) as w:
@@ -217,6 +242,8 @@ def fit_predict(spec, params, Ztr, Ytr, Zte):
     if spec["kind"] == "sl":
         info["n_iter"] = est.n_iter_
         info["objective"] = est.objective_
+        if getattr(est, "duality_gap_", None) is not None:
+            info["gap"] = float(est.duality_gap_)
     return pred, fit_cpu, fit_wall, pred_cpu, info
 
 
@@ -230,14 +257,16 @@ def warm_up(specs):
     X = rng.randn(24, 3)
     Y = np.argsort(rng.rand(24, 4), axis=1) + 1
     for s in specs:
-        if s["kind"] != "sl" or (s["pol"], s["loss"]) in _WARMED:
+        key = (s.get("pol"), s.get("loss"), s.get("solver"))
+        if s["kind"] != "sl" or key in _WARMED:
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             m = LabelRanker(polytope=POLYTOPE[s["pol"]], loss=make_loss(s["loss"]),
+                            solver=s.get("solver") or "auto",
                             max_iter=3, random_state=0).fit(X, Y)
             m.predict(X)
-        _WARMED.add((s["pol"], s["loss"]))
+        _WARMED.add(key)
 
 
 def _candidates(spec, plan, chosen):
@@ -411,6 +440,7 @@ SUMMARY_FIELDS = ["dataset", "model", "kind", "fmap", "polytope", "loss", "n_tra
                   "tau_mean", "tau_sd", "fit_cpu_mean", "fit_wall_mean",
                   "fmap_cpu_mean", "pred_cpu_mean", "n_iter_mean", "n_iter_max",
                   "conv_warn_folds", "tune_conv_warn", "n_errors", "error",
+                  "gap_mean", "gap_max",
                   "params", "inner_tau", "tune_n_cand", "objective_mean", "fold_taus"]
 
 
@@ -441,6 +471,9 @@ def _summarize(rows):
             "n_iter_max": float(np.nanmax([r["n_iter"] for r in rs]))
             if np.isfinite([r["n_iter"] for r in rs]).any() else np.nan,
             "conv_warn_folds": int(sum(r["conv_warn"] > 0 for r in rs)),
+            "gap_mean": f("gap") if "gap" in rs[0] else np.nan,
+            "gap_max": float(np.nanmax([r["gap"] for r in rs]))
+            if "gap" in rs[0] and np.isfinite([r["gap"] for r in rs]).any() else np.nan,
             "tune_conv_warn": rs[0]["tune_conv_warn"],
             "n_errors": int(sum(bool(r["error"]) for r in rs)),
             "error": next((r["error"] for r in rs if r["error"]), "") or rs[0]["tune_errors"],
@@ -692,6 +725,35 @@ def render_markdown(summary, meta):
         L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
         L += chk
 
+    # ---- bcfw twins vs their SGD twins
+    tw = []
+    for ds in order:
+        m = by[ds]
+        for name, r in m.items():
+            if " (bcfw) (" not in name:
+                continue
+            sg = m.get(name.replace(" (bcfw)", ""))
+            dt = (f"{r['tau_mean'] - sg['tau_mean']:+.4f}" if sg is not None
+                  and np.isfinite(r["tau_mean"]) and np.isfinite(sg["tau_mean"]) else "–")
+            tw.append(f"| {ds} | {name} | {_t(r)} | {_t(sg)} | {dt} | "
+                      f"{_e(r['gap_mean'])} / {_e(r['gap_max'])} | {_s(r['n_iter_mean'])} | "
+                      f"{r['conv_warn_folds']}/{len(r['_taus'])} | {_s(r['fit_cpu_mean'])} | "
+                      f"{_s(sg['fit_cpu_mean']) if sg else '–'} | {r['params']} | "
+                      f"{sg['params'] if sg else ''} |")
+    if tw:
+        L.append("\n## Converged training (bcfw) vs SGD, same loss\n")
+        L.append(f"Each bcfw model is tuned like its SGD twin (alpha at the anchor's gamma; "
+                 f"approximate slack reuses the hinge's alpha) and trained with "
+                 f"`solver='bcfw', tol={BCFW_TOL:g}` (relative duality gap), "
+                 f"`max_iter={BCFW_EPOCHS}` epochs.  Δ = tau(bcfw) − tau(SGD); gap = "
+                 f"`duality_gap_` at the stop of the outer-fold fits (mean / max); "
+                 f"budget = folds whose fit stopped on the epoch budget "
+                 f"(ConvergenceWarning); fit = mean CPU s per fold.\n")
+        L.append("| dataset | model | tau bcfw | tau SGD | Δ | gap mean / max | epochs | "
+                 "budget | fit s bcfw | fit s SGD | params bcfw | params SGD |")
+        L.append("|---|---|---|---|---:|---|---:|---:|---:|---:|---|---|")
+        L += tw
+
     # ---- convergence
     L.append("\n## Convergence warnings and errors\n")
     cw = [r for r in summary if r["conv_warn_folds"] or r["n_errors"] or r["tune_conv_warn"]]
@@ -724,6 +786,10 @@ def render_markdown(summary, meta):
                      f"{_inner(r)} |")
     L.append("")
     return "\n".join(L)
+
+
+def _e(x):
+    return f"{x:.1e}" if x is not None and np.isfinite(x) else "–"
 
 
 def _inner(r):

@@ -26,6 +26,8 @@ Usage
     python benchmarks/bench_label_ranking.py --quick     # ~2 min smoke run, prints only
     python benchmarks/bench_label_ranking.py             # full run, writes results/
     python benchmarks/bench_label_ranking.py --datasets iris,glass --n-jobs 1
+    python benchmarks/bench_label_ranking.py --only-bcfw --datasets iris,wine \
+        --n-jobs 1 --out benchmarks/results/label_ranking_bcfw   # bcfw vs SGD rows
 
 The full run writes ``benchmarks/results/label_ranking.md`` and ``.csv``.
 BLAS is pinned to one thread per process (see ``_lr_common``).
@@ -71,6 +73,12 @@ def main(argv=None):
                    help="save each data set's raw result here as it finishes and "
                         "reuse the ones already there (resume an interrupted run)")
     p.add_argument("--note", default=None, help="a line added to the results header")
+    p.add_argument("--bcfw", action="store_true",
+                   help="add a bcfw twin (solver='bcfw', certified duality gap) of every "
+                        "SGD-trained max-margin model (hinge, hinge-approx-slack, poslearn)")
+    p.add_argument("--only-bcfw", action="store_true",
+                   help="the bcfw twins, their SGD twins, the projection/squared anchors "
+                        "and the baselines only (implies --bcfw; compute budget)")
     p.add_argument("--render", default=None,
                    help="only re-render the tables from a --raw pickle")
     args = p.parse_args(argv)
@@ -91,7 +99,8 @@ def main(argv=None):
         names = ["iris", "wine", "glass", "housing"]
     if args.datasets:
         names = [s.strip() for s in args.datasets.split(",") if s.strip()]
-    plans = [plan_for(n, quick=args.quick, n_sub=args.n_sub) for n in names]
+    plans = [plan_for(n, quick=args.quick, n_sub=args.n_sub, bcfw=args.bcfw,
+                      only_bcfw=args.only_bcfw) for n in names]
     # slowest first (measured) for load balancing over the worker processes
     plans.sort(key=lambda pl: (SLOW_FIRST.index(pl["name"]) if pl["name"] in SLOW_FIRST
                                else len(SLOW_FIRST), -pl["cost"]))

@@ -28,6 +28,16 @@ Usage::
 
     python benchmarks/bench_multilabel.py --quick        # ~2 min, prints only
     python benchmarks/bench_multilabel.py --n-jobs 2     # writes results/multilabel.{md,csv}
+
+The max-margin losses trained to a certified duality gap (``solver="bcfw"``)
+are the models ``"hinge (bcfw)"``, ``"knapsack hinge (bcfw)"`` etc.
+(``--models``).  ``--alpha-from`` fits the structlearn models once at the
+alpha an earlier run's inner CV selected for the same loss (SGD) instead of
+running the inner CV (compute budget)::
+
+    python benchmarks/bench_multilabel.py --n-jobs 1 --out multilabel_bcfw \
+        --alpha-from benchmarks/results/multilabel.csv \
+        --models hinge "hinge (bcfw)" hinge-slack "hinge-slack (bcfw)" OvR-LR
 """
 
 import argparse
@@ -38,9 +48,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (ALPHAS, DATA_HOME, RESULTS, fmt_alpha, machine_info, time_table,
-                     warnings_section,  # noqa: E402
-                     md_table, select_and_refit, write_csv)
+from _common import (ALPHAS, BCFW_LOSSES, DATA_HOME, RESULTS, bcfw_table,  # noqa: E402
+                     fmt_alpha, machine_info, md_table, refit_solver_info,
+                     select_and_refit, split_bcfw, time_table, warnings_section,
+                     write_csv)
 
 import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
@@ -69,6 +80,9 @@ QUICK_DATASETS = ["emotions"]
 QUICK_MODELS = ["hinge", "crf", "projection", "squared", "knapsack projection",
                 "knapsack squared", "OvR-LR", "CC-LR"]
 REF = "OvR-LR"
+BCFW = [f"{loss} (bcfw)" for loss in BCFW_LOSSES]
+BCFW_EPOCHS = 100   # epoch budget of the bcfw models
+BCFW_TOL = 1e-3     # relative duality gap at which bcfw stops
 
 
 class LRMeanAlpha(MultiOutputMixin, ClassifierMixin, BaseEstimator):
@@ -110,7 +124,11 @@ def load(name):
     return _DATA[name]
 
 
-def make_model(name, alpha, bounds=(0, None), random_state=0):
+def make_model(name, alpha, bounds=(0, None), random_state=0, bcfw=(BCFW_EPOCHS, BCFW_TOL)):
+    """``bcfw = (max_iter, tol)`` of the "<loss> (bcfw)" models."""
+    name, use_bcfw = split_bcfw(name)
+    solver_kw = ({"solver": "bcfw", "max_iter": bcfw[0], "tol": bcfw[1]}
+                 if use_bcfw else {})
     if name in SKLEARN:
         est = LRMeanAlpha(kind="ovr" if name == "OvR-LR" else "chain", alpha=alpha)
     else:
@@ -120,7 +138,7 @@ def make_model(name, alpha, bounds=(0, None), random_state=0):
             loss = Projection(geometry="kl")
         lo, hi = bounds if knap else (0, None)
         est = MultiLabelClassifier(min_labels=lo, max_labels=hi, loss=loss, alpha=alpha,
-                                   random_state=random_state)
+                                   random_state=random_state, **solver_kw)
     return make_pipeline(StandardScaler(), est)
 
 
@@ -146,16 +164,20 @@ def _warm_up(model):
     _WARM.add(model)
 
 
-def run_task(dataset, model, alphas, n_folds):
+def run_task(dataset, model, alphas, n_folds, bcfw=(BCFW_EPOCHS, BCFW_TOL), fixed_alpha=None):
+    """``fixed_alpha``: one fit at that alpha, no inner CV."""
     _warm_up(model)
     t0 = time.perf_counter()
     X, Y, Xt, Yt = load(dataset)
     counts = Y.sum(axis=1)
     bounds = (1 if counts.min() >= 1 else 0, int(counts.max()))
     folds = list(KFold(n_folds, shuffle=True, random_state=0).split(X))
-    grid = None if model.endswith("perceptron") else alphas
-    r = select_and_refit(lambda a: make_model(model, a, bounds), X, Y, folds, grid,
-                         neg_hamming, X_test=Xt)
+    grid = None if model.endswith("perceptron") or fixed_alpha is not None else alphas
+    r = select_and_refit(
+        lambda a: make_model(model, a if fixed_alpha is None else fixed_alpha, bounds, bcfw=bcfw),
+        X, Y, folds, grid, neg_hamming, X_test=Xt)
+    if fixed_alpha is not None:
+        r["best_alpha"] = fixed_alpha
     P = np.asarray(r["y_pred"]).astype(int)
     row = {
         "dataset": dataset, "model": model, "n_train": len(Y), "n_test": len(Yt),
@@ -175,7 +197,13 @@ def run_task(dataset, model, alphas, n_folds):
         "n_errors": r["n_errors"],
         "errors": " || ".join(r["errors"][:3]),
         "other_warnings": " || ".join(r["other_warnings"][:3]),
+        **refit_solver_info(r),
     }
+    # the keys of _common.bcfw_table (one refit per model here)
+    row.update(refit_gap_mean=row["refit_gap"], refit_gap_max=row["refit_gap"],
+               refit_epochs_mean=row["refit_epochs"],
+               n_refit_budget_hits=row["refit_budget_hit"], n_refits=1,
+               refit_time_mean=row["refit_time"])
     return row, P, time.perf_counter() - t0
 
 
@@ -267,6 +295,7 @@ def report(rows, preds, datasets, models, meta, wall):
              ("knapsack projection[kl]", "knapsack squared"),
              ("knapsack projection", "projection"), ("knapsack squared", "squared"),
              ("sparsemap", "projection"), ("crf", "OvR-LR")]
+    pairs += [(m, split_bcfw(m)[0]) for m in models if split_bcfw(m)[1]]
     pairs = [(a, b) for a, b in pairs if a in models and b in models]
     if pairs:
         out.append("## Does projecting beat the squared loss? (and other paired checks)")
@@ -302,6 +331,15 @@ def report(rows, preds, datasets, models, meta, wall):
         out.append("")
         ref = None if key == "tuning_time_total" else REF
         out += [time_table(R, models, ds, key, ref), ""]
+    # ---- the bcfw refits
+    if any(split_bcfw(m)[1] for m in models):
+        out.append("## Converged training (bcfw): final relative duality gap")
+        out.append("")
+        out.append("Relative duality gap (`duality_gap_`) at the end of the final refit "
+                   "(one refit: mean = max), epochs (`n_iter_`), whether the refit stopped "
+                   "on the epoch budget (ConvergenceWarning), refit wall time.")
+        out.append("")
+        out += [bcfw_table(R, models, ds), ""]
     # ---- alphas and warnings
     out += warnings_section(
         "Selected alpha and warnings",
@@ -323,6 +361,14 @@ def main(argv=None):
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--no-write", action="store_true", help="print only")
     p.add_argument("--out", default=None, help="basename in results/ (default: multilabel)")
+    p.add_argument("--bcfw-epochs", type=int, default=BCFW_EPOCHS,
+                   help="epoch budget (max_iter) of the bcfw models")
+    p.add_argument("--bcfw-tol", type=float, default=BCFW_TOL,
+                   help="relative duality gap at which bcfw stops")
+    p.add_argument("--alpha-from", default=None, metavar="CSV",
+                   help="no inner CV for the structlearn models: fit each once at the alpha "
+                   "the inner CV selected for the same loss (for '<loss> (bcfw)': '<loss>', "
+                   "the SGD model) in this earlier CSV of this script")
     a = p.parse_args(argv)
     datasets = a.datasets or (QUICK_DATASETS if a.quick else DATASETS)
     if a.models:
@@ -347,6 +393,21 @@ def main(argv=None):
         f"random_state=0; calibrated decoding 1[mu > 1/2], MAP(mu - 1/2) on the knapsack).  "
         f"'knapsack X': min_labels=1, max_labels=max labels per training row "
         f"(emotions 3, scene 3, yeast 11).")
+    fixed = {}
+    if a.alpha_from:
+        import csv
+        with open(a.alpha_from, newline="") as fh:
+            for r in csv.DictReader(fh):
+                for m in models:
+                    if m not in SKLEARN and split_bcfw(m)[0] == r["model"] and r["best_alpha"]:
+                        fixed[r["dataset"], m] = float(r["best_alpha"])
+        protocol += (f"  **No inner CV for {', '.join(sorted({k[1] for k in fixed}))}**: each "
+                     f"is fitted once at the alpha that the inner CV of the SGD model of the "
+                     f"same loss selected in {a.alpha_from} (compute budget).")
+    if any(split_bcfw(m)[1] for m in models):
+        protocol += (f"  '<loss> (bcfw)': the same loss trained by block-coordinate "
+                     f"Frank-Wolfe (solver='bcfw', tol={a.bcfw_tol:g} relative duality gap, "
+                     f"max_iter={a.bcfw_epochs} epochs).")
     tasks = [(d, m) for d in datasets for m in models]
     # the slowest first (yeast and scene, knapsack and sparse/slack losses)
     slow = {"yeast": 2, "scene": 1}
@@ -361,7 +422,8 @@ def main(argv=None):
     print(f"{len(tasks)} tasks, grid {len(ALPHAS)}, cv {a.cv}, n_jobs {a.n_jobs}", flush=True)
     t0 = time.perf_counter()
     res = Parallel(n_jobs=a.n_jobs, return_as="generator_unordered")(
-        delayed(run_task)(d, m, ALPHAS, a.cv) for d, m in tasks)
+        delayed(run_task)(d, m, ALPHAS, a.cv, (a.bcfw_epochs, a.bcfw_tol), fixed.get((d, m)))
+        for d, m in tasks)
     rows, preds = [], {}
     for k, (row, P, dt) in enumerate(res, 1):
         rows.append(row)

@@ -27,9 +27,24 @@ Usage::
 
     python benchmarks/bench_ordinal.py --quick          # ~2 min, prints only
     python benchmarks/bench_ordinal.py --n-jobs 2       # writes results/ordinal.{md,csv}
+
+The max-margin losses trained to a certified duality gap (``solver="bcfw"``)
+are the models ``"hinge (bcfw)"`` etc. (``--losses``); ``--merge-from`` adds
+the rows of an earlier run (its CSV) for the models and partitions this run
+did not compute, so a run of a few models can be compared, partition by
+partition, with the others without re-running them::
+
+    python benchmarks/bench_ordinal.py --cv 3 --partitions 2 --n-jobs 1 \
+        --losses "hinge (bcfw)" "hinge-slack (bcfw)" "hinge-approx-slack (bcfw)" \
+        "poslearn (bcfw)" --no-mord --out ordinal_bcfw
+    # re-render with the SGD / mord rows of results/ordinal.csv, same partitions:
+    python benchmarks/bench_ordinal.py --cv 3 --partitions 2 --losses --no-mord \
+        --merge-from benchmarks/results/ordinal_bcfw.csv benchmarks/results/ordinal.csv \
+        --out ordinal_bcfw
 """
 
 import argparse
+import csv
 import shlex
 import sys
 import time
@@ -38,9 +53,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (ALPHAS, DATA_HOME, RESULTS, fmt_alpha, machine_info,  # noqa: E402
-                     time_table, warnings_section,
-                     md_table, select_and_refit, write_csv)
+from _common import (ALPHAS, BCFW_LOSSES, DATA_HOME, RESULTS, bcfw_table,  # noqa: E402
+                     fmt_alpha, machine_info, md_table, refit_solver_info,
+                     select_and_refit, split_bcfw, time_table, warnings_section,
+                     write_csv)
 
 import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
@@ -60,6 +76,13 @@ MORD = ["mord LogisticAT", "mord LogisticIT"]
 #: the losses whose fits cost 3-20x a mord fit here: run on fewer partitions
 #: (``--expensive-partitions``) to keep the whole benchmark within its budget
 EXPENSIVE = ("hinge-approx-slack", "poslearn", "sparsemap", "m-sparsemap")
+#: the max-margin losses trained by block-coordinate Frank-Wolfe to a certified
+#: relative duality gap (``solver="bcfw"``) instead of SGD; not in the default
+#: list: ask for them with ``--losses "hinge (bcfw)" ...``; they run on
+#: partitions 1..``--bcfw-partitions``
+BCFW = [f"{loss} (bcfw)" for loss in BCFW_LOSSES]
+BCFW_EPOCHS = 100   # epoch budget of the bcfw rows
+BCFW_TOL = 1e-3     # relative duality gap at which bcfw stops
 QUICK_LOSSES = ["hinge", "crf", "sparsemap", "projection", "squared"]
 QUICK_DATASETS = ["pyrimidines", "autompg"]
 LARGE = ("stocksdomain", "abalone")
@@ -91,7 +114,11 @@ class MordMeanAlpha(ClassifierMixin, BaseEstimator):
         return self.classes_[idx]
 
 
-def make_model(name, alpha, random_state=0):
+def make_model(name, alpha, random_state=0, bcfw=(BCFW_EPOCHS, BCFW_TOL)):
+    """``bcfw = (max_iter, tol)`` of the "<loss> (bcfw)" models."""
+    name, use_bcfw = split_bcfw(name)
+    solver_kw = ({"solver": "bcfw", "max_iter": bcfw[0], "tol": bcfw[1]}
+                 if use_bcfw else {})
     if name.startswith("mord "):
         est = MordMeanAlpha(kind=name[-2:], alpha=alpha)
     else:
@@ -107,7 +134,7 @@ def make_model(name, alpha, random_state=0):
             shared, alpha = alpha < 0, abs(alpha)
         loss = Projection(set="cube") if base == "projection[cube]" else base
         est = OrdinalRegressor(loss=loss, alpha=alpha, random_state=random_state,
-                               shared_weights=shared)
+                               shared_weights=shared, **solver_kw)
     return make_pipeline(StandardScaler(), est)
 
 
@@ -134,7 +161,10 @@ def _warm_up(models):
     _WARM = True
 
 
-def run_task(dataset, partition, models, alphas, n_folds):
+def run_task(dataset, partition, models, alphas, n_folds, bcfw=(BCFW_EPOCHS, BCFW_TOL),
+             fixed=None):
+    """``fixed``: model -> alpha fitted once at that alpha (no inner CV)."""
+    fixed = fixed or {}
     _warm_up(models)
     t0 = time.perf_counter()
     Xtr, ytr, Xte, yte = fetch_chu_ghahramani(dataset, n_bins=10, partition=partition,
@@ -146,8 +176,12 @@ def run_task(dataset, partition, models, alphas, n_folds):
         grid = None if m == "perceptron" else alphas
         if m.endswith(" cv-shared"):
             grid = list(alphas) + [-a for a in alphas]
-        r = select_and_refit(lambda a, m=m: make_model(m, a), Xtr, ytr, folds, grid,
-                             neg_mae, X_test=Xte)
+        if m in fixed:
+            grid = None
+        r = select_and_refit(lambda a, m=m: make_model(m, fixed.get(m, a), bcfw=bcfw),
+                             Xtr, ytr, folds, grid, neg_mae, X_test=Xte)
+        if m in fixed:
+            r["best_alpha"] = fixed[m]
         rows.append({
             "dataset": dataset, "partition": partition, "model": m,
             "n_train": len(ytr), "n_test": len(yte),
@@ -162,8 +196,43 @@ def run_task(dataset, partition, models, alphas, n_folds):
             "n_errors": r["n_errors"],
             "errors": " || ".join(r["errors"][:3]),
             "other_warnings": " || ".join(r["other_warnings"][:3]),
+            **refit_solver_info(r),
         })
     return rows, time.perf_counter() - t0
+
+
+_INT_FIELDS = ("partition", "n_train", "n_test", "n_fits", "n_convergence_warnings",
+               "n_other_warnings", "n_errors", "refit_budget_hit")
+_FLOAT_FIELDS = ("mae", "best_alpha", "refit_time", "grid_fit_time_mean", "tuning_time_total",
+                 "refit_gap", "refit_epochs")
+
+
+def read_partition_rows(path):
+    """The per-partition rows (``row_type=partition``) of a CSV this script
+    wrote, typed as :func:`run_task` returns them; columns an older version
+    did not write are NaN / 0 / ""."""
+    rows = []
+    with open(path, newline="") as fh:
+        for r in csv.DictReader(fh):
+            if r.get("row_type") != "partition":
+                continue
+            r = {k: v for k, v in r.items() if k != "row_type"}
+            for k in _INT_FIELDS:
+                r[k] = int(float(r[k])) if r.get(k) not in (None, "") else 0
+            for k in _FLOAT_FIELDS:
+                r[k] = float(r[k]) if r.get(k) not in (None, "") else np.nan
+            for k in ("errors", "other_warnings", "source"):
+                r[k] = r.get(k) or ""
+            r["source"] = r["source"] or Path(path).name
+            rows.append(r)
+    return rows
+
+
+def model_order(models):
+    """SGD max-margin losses, then their bcfw versions, then the others."""
+    canon = SL_LOSSES[:5] + BCFW + SL_LOSSES[5:] + MORD
+    return sorted(dict.fromkeys(models),
+                  key=lambda m: canon.index(m) if m in canon else len(canon))
 
 
 # ----------------------------------------------------------------------- report
@@ -192,6 +261,13 @@ def summarise(rows, datasets, models):
                 "n_errors": int(np.sum([r["n_errors"] for r in rs])),
                 "alpha_mode": alphas.most_common(1)[0][0],
                 "alphas": " ".join(f"{k}:{v}" for k, v in sorted(alphas.items())),
+                # final refits: relative duality gap (NaN without a certificate),
+                # epochs, and how many stopped on the epoch budget
+                "refit_gap_mean": float(np.mean([r["refit_gap"] for r in rs])),
+                "refit_gap_max": float(np.max([r["refit_gap"] for r in rs])),
+                "refit_epochs_mean": float(np.mean([r["refit_epochs"] for r in rs])),
+                "n_refit_budget_hits": int(np.sum([r["refit_budget_hit"] for r in rs])),
+                "n_refits": len(rs),
             }
     return S
 
@@ -216,10 +292,16 @@ def report(rows, datasets, models, meta, wall):
     ds = [d for d in datasets if any((d, m) in S for m in models)]
     ref = "mord LogisticAT"
     out = ["# Ordinal regression: structlearn vs mord (Chu & Ghahramani, 10 bins)", ""]
-    out.append("Produced by `" + meta["command"] + "` "
-               f"(wall time {wall / 60:.1f} min, {meta['n_jobs']} worker process(es); "
-               "machine shared with other jobs, so times are noisy).")
+    if meta.get("n_tasks", 1):
+        out.append("Produced by `" + meta["command"] + "` "
+                   f"(wall time {wall / 60:.1f} min, {meta['n_jobs']} worker process(es); "
+                   "machine shared with other jobs, so times are noisy).")
+    else:
+        out.append("Rendered by `" + meta["command"] + "` from the rows of earlier runs "
+                   "(no fit in this command; see the protocol).")
     out.append("")
+    if meta.get("note"):
+        out += [meta["note"], ""]
     out.append("Protocol: " + meta["protocol"])
     out.append("")
     out.append("Versions: " + ", ".join(f"{k} {v}" for k, v in meta["info"].items()))
@@ -316,11 +398,54 @@ def report(rows, datasets, models, meta, wall):
         for a, b in pairs:
             row = [f"{a} − {b}"]
             for d in ds:
+                if (d, a) not in S or (d, b) not in S:
+                    row.append("")
+                    continue
                 md, w, lo, t, p = paired(S, d, a, b)
                 ptxt = "" if np.isnan(p) else f", p={p:.2g}"
                 row.append(f"{md:+.3f} ({w}/{lo}/{t}{ptxt})")
             body.append(row)
         out.append(md_table(hdr, body))
+        out.append("")
+    # ---- SGD vs bcfw: the same loss, trained approximately or to a certificate
+    pairs = [(m, split_bcfw(m)[0]) for m in models
+             if split_bcfw(m)[1] and split_bcfw(m)[0] in models]
+    if pairs:
+        out.append("## Converged (bcfw) vs SGD training of the same loss")
+        out.append("")
+        out.append("Mean MAE difference bcfw − SGD over the partitions both were run on "
+                   "(negative: bcfw better), wins/losses/ties of bcfw, Wilcoxon p.  Then, "
+                   "per set, the max-margin losses ordered by mean MAE (best first; "
+                   "hi = hinge, sl = hinge-slack, as = hinge-approx-slack, pl = poslearn) "
+                   "under each solver, on those partitions.")
+        out.append("")
+        body = []
+        for a, b in pairs:
+            row = [f"{a} − {b}"]
+            for d in ds:
+                if (d, a) not in S or (d, b) not in S:
+                    row.append("")
+                    continue
+                md, w, lo, t, p = paired(S, d, a, b)
+                ptxt = "" if np.isnan(p) else f", p={p:.2g}"
+                row.append(f"{md:+.3f} ({w}/{lo}/{t}{ptxt})")
+            body.append(row)
+        short = {"hinge": "hi", "hinge-slack": "sl", "hinge-approx-slack": "as",
+                 "poslearn": "pl"}
+        for solver in ("SGD", "bcfw"):
+            row = [f"order ({solver})"]
+            for d in ds:
+                parts = set.intersection(*[set(S[d, m]["partitions"]) for pr in pairs
+                                           for m in pr if (d, m) in S])
+                vals = []
+                for a, b in pairs:
+                    m = a if solver == "bcfw" else b
+                    if (d, m) in S:
+                        v = np.mean([S[d, m]["mae_per_partition"][i] for i in sorted(parts)])
+                        vals.append((v, short.get(b, b)))
+                row.append(" < ".join(f"{n} {v:.3f}" for v, n in sorted(vals)))
+            body.append(row)
+        out.append(md_table(["bcfw − SGD"] + ds, body))
         out.append("")
     # ---- times
     out.append("## Fit time")
@@ -333,6 +458,17 @@ def report(rows, datasets, models, meta, wall):
                "and the ratio to LogisticAT's:")
     out.append("")
     out += [time_table(S, models, ds, "grid_fit_time_mean", ref), ""]
+    # ---- the bcfw refits: certificate, epochs, budget
+    if any(split_bcfw(m)[1] for m in models):
+        out.append("## Converged training (bcfw): final relative duality gap")
+        out.append("")
+        out.append("Per set: mean / max over partitions of the relative duality gap "
+                   "(`duality_gap_`) at the end of the final refit, mean epochs "
+                   "(`n_iter_`), refits that stopped on the epoch budget "
+                   "(ConvergenceWarning) / refits, mean refit wall time.  A refit "
+                   "that stopped before the budget certified gap <= tol.")
+        out.append("")
+        out += [bcfw_table(S, models, ds), ""]
     # ---- selected alphas and warnings
     out += warnings_section(
         "Selected alpha (most frequent over partitions) and warnings",
@@ -355,33 +491,53 @@ def main(argv=None):
     p.add_argument("--expensive-partitions", type=int, default=None,
                    help="partitions 1..N for the expensive losses " + str(EXPENSIVE)
                    + " (default: --partitions)")
+    p.add_argument("--bcfw-partitions", type=int, default=None,
+                   help="partitions 1..N for the '<loss> (bcfw)' models (default: "
+                   "--expensive-partitions, else --partitions)")
+    p.add_argument("--bcfw-epochs", type=int, default=BCFW_EPOCHS,
+                   help="epoch budget (max_iter) of the bcfw models")
+    p.add_argument("--bcfw-tol", type=float, default=BCFW_TOL,
+                   help="relative duality gap at which bcfw stops")
     p.add_argument("--cv", type=int, default=5, help="inner CV folds")
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--no-mord", action="store_true")
     p.add_argument("--no-write", action="store_true", help="print only")
     p.add_argument("--out", default=None, help="basename in results/ (default: ordinal; "
                    "quick mode writes nothing unless given)")
+    p.add_argument("--alpha-from", default=None, metavar="CSV",
+                   help="no inner CV for the structlearn models: fit each once at the alpha "
+                   "that the inner CV of the same loss (for '<loss> (bcfw)': of '<loss>', "
+                   "the SGD model) selected on the same partition in this earlier CSV")
+    p.add_argument("--note", default=None, help="a paragraph added below the command line")
+    p.add_argument("--merge-from", nargs="*", default=[], metavar="CSV",
+                   help="CSVs of earlier runs: their per-partition rows of (data set, "
+                   "partition, model) this run did not compute are added to the report "
+                   "and the written CSV (the first file wins on duplicates), for the data "
+                   "sets and partitions of this run only; nothing is written to them "
+                   "unless --out names one")
     a = p.parse_args(argv)
 
     if a.quick:
         datasets = a.datasets or QUICK_DATASETS
-        losses = a.losses or QUICK_LOSSES
+        losses = QUICK_LOSSES if a.losses is None else a.losses
         a.partitions = min(a.partitions, 2)
         a.large_partitions = min(a.large_partitions or 2, 2)
         a.expensive_partitions = min(a.expensive_partitions or 2, 2)
     else:
         datasets = a.datasets or list_chu_ghahramani_datasets()
-        losses = a.losses or SL_LOSSES
+        losses = SL_LOSSES if a.losses is None else a.losses  # [] with --merge-from: render
     large_p = a.large_partitions or a.partitions
     models = list(losses) + ([] if a.no_mord else MORD)
     exp_p = a.expensive_partitions if a.expensive_partitions is not None else a.partitions
+    bcfw_p = a.bcfw_partitions if a.bcfw_partitions is not None else exp_p
 
     def models_for(d, i):
         n_cheap = large_p if d in LARGE else a.partitions
-        return [m for m in models if i <= (exp_p if m in EXPENSIVE else n_cheap)]
+        return [m for m in models
+                if i <= (bcfw_p if split_bcfw(m)[1] else exp_p if m in EXPENSIVE else n_cheap)]
 
     tasks = [(d, i) for d in datasets
-             for i in range(1, max(large_p if d in LARGE else a.partitions, exp_p) + 1)
+             for i in range(1, max(large_p if d in LARGE else a.partitions, exp_p, bcfw_p) + 1)
              if models_for(d, i)]
     # big data sets first, for load balancing
     order = {d: k for k, d in enumerate(list_chu_ghahramani_datasets())}
@@ -394,6 +550,13 @@ def main(argv=None):
     if exp_p < a.partitions and any(m in EXPENSIVE for m in models):
         part_txt += (f"; the expensive losses ({', '.join(m for m in models if m in EXPENSIVE)}) "
                      f"on partitions 1..{exp_p} only (compute budget)")
+    bcfw_models = [m for m in models if split_bcfw(m)[1]]
+    if bcfw_models:
+        part_txt += (f"; the bcfw models ({', '.join(bcfw_models)}: the same losses trained "
+                     f"by block-coordinate Frank-Wolfe, solver='bcfw', tol={a.bcfw_tol:g} "
+                     f"relative duality gap, max_iter={a.bcfw_epochs} epochs, every fit of the "
+                     f"inner CV and the refit) on partitions 1..{bcfw_p}"
+                     + (" only (compute budget)" if bcfw_p < a.partitions else ""))
     protocol = (
         f"10-bin Chu & Ghahramani sets, {part_txt}; test MAE mean ± sd (ddof=1) over "
         f"partitions.  Pipeline(StandardScaler, model).  alpha selected per partition by "
@@ -409,11 +572,24 @@ def main(argv=None):
         f"defaults (L-BFGS max_iter=1000).  Note: structlearn's all-threshold model "
         f"has one weight vector per threshold (9 x d + 9 parameters), mord's "
         f"LogisticAT/IT one shared weight vector plus 9 thresholds (d + 9).")
+    fixed = {}
+    if a.alpha_from:
+        for r in read_partition_rows(a.alpha_from):
+            for m in models:
+                if not m.startswith("mord ") and split_bcfw(m)[0] == r["model"] \
+                        and np.isfinite(r["best_alpha"]):
+                    fixed[r["dataset"], r["partition"], m] = r["best_alpha"]
+        protocol += (f"  **No inner CV for {', '.join(sorted({k[2] for k in fixed}))}**: each "
+                     f"is fitted once per partition at the alpha that the inner CV of the SGD "
+                     f"model of the same loss selected on that partition in {a.alpha_from} "
+                     f"(compute budget).")
     print(f"{len(tasks)} tasks x {len(models)} models, grid {len(ALPHAS)}, cv {a.cv}, "
           f"n_jobs {a.n_jobs}", flush=True)
     t0 = time.perf_counter()
     res = Parallel(n_jobs=a.n_jobs, verbose=0, return_as="generator_unordered")(
-        delayed(run_task)(d, i, models_for(d, i), ALPHAS, a.cv) for d, i in tasks)
+        delayed(run_task)(d, i, models_for(d, i), ALPHAS, a.cv, (a.bcfw_epochs, a.bcfw_tol),
+                          {m: fixed[d, i, m] for m in models_for(d, i) if (d, i, m) in fixed})
+        for d, i in tasks)
     rows = []
     for k, (rs, dt) in enumerate(res, 1):
         rows.extend(rs)
@@ -421,8 +597,23 @@ def main(argv=None):
               f"p{rs[0]['partition']} ({dt:.1f}s): "
               + " ".join(f"{r['model']}={r['mae']:.3f}" for r in rs), flush=True)
     wall = time.perf_counter() - t0
+    if a.merge_from:
+        have = {(r["dataset"], r["partition"], r["model"]) for r in rows}
+        merged = Counter()
+        for path in a.merge_from:
+            for r in read_partition_rows(path):
+                d, i, m = r["dataset"], r["partition"], r["model"]
+                n_max = max(large_p if d in LARGE else a.partitions, exp_p, bcfw_p)
+                if d in datasets and i <= n_max and (d, i, m) not in have:
+                    rows.append(r)
+                    have.add((d, i, m))
+                    merged[r["source"]] += 1
+        models = model_order(models + [r["model"] for r in rows])
+        protocol += ("  Rows read from earlier runs (--merge-from; their protocol and "
+                     "library version are those of the file named, see its .md): "
+                     + ", ".join(f"{n} rows from {src}" for src, n in merged.items()) + ".")
     meta = {"command": command, "n_jobs": a.n_jobs, "protocol": protocol,
-            "info": machine_info()}
+            "info": machine_info(), "n_tasks": len(tasks), "note": a.note}
     text, S = report(rows, datasets, models, meta, wall)
     print()
     print(text)
