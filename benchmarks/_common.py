@@ -190,10 +190,11 @@ def write_csv(path, rows, fields=None):
 
 
 @contextmanager
-def bcfw_trace():
+def bcfw_trace(**solver_kw):
     """Inside the block, every BCFW run of an estimator records
     ``(epoch, seconds since the block began, objective, relative gap)``
-    after each epoch in the list this yields."""
+    after each certificate in the list this yields (``solver_kw``, e.g.
+    ``check_every=1``, go to the solver)."""
     import structlearn.estimators._base as base
     from structlearn import solvers
 
@@ -204,7 +205,7 @@ def bcfw_trace():
     def traced(*args, **kw):
         def record(epoch, objective, gap):
             trace.append((epoch, time.perf_counter() - t0, objective, gap))
-        return orig(*args, **{**kw, "callback": record})
+        return orig(*args, **{**kw, **solver_kw, "callback": record})
 
     base.bcfw = traced
     try:

@@ -45,11 +45,16 @@ class Loss(BaseEstimator):
     * ``perceptron_update``: trained by the averaged perceptron (unit steps,
       no penalty), never by a regularised solver, whose optimum would be 0;
     * ``lbfgs_history``: the number of L-BFGS correction pairs the loss is
-      best trained with, or None for the estimator's default.
+      best trained with, or None for the estimator's default;
+    * ``exact_oracle`` (piecewise-affine losses): whether ``value_and_grad``
+      finds a maximising piece, so that its value is the loss; False for an
+      approximate violator, whose value is a lower bound of the loss (the
+      dual solver then measures its certificate differently).
     """
 
     smooth = False
     piecewise_affine = False
+    exact_oracle = True
     perceptron_update = False
     lbfgs_history = None
     name = "loss"
@@ -121,6 +126,11 @@ class Hinge(Loss):
     """
 
     piecewise_affine = True
+
+    @property
+    def exact_oracle(self):
+        """The approximate-slack search may miss the maximising piece."""
+        return self.scaling != "approx-slack"
 
     def __init__(self, scaling="margin", n_search=12, epsilon=1e-3):
         self.scaling = scaling
