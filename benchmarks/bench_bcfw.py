@@ -263,6 +263,18 @@ def bundled_tasks():
         [s.tokens for s in train], [s.heads for s in train]
 
 
+def _write_bundled(rows, done):
+    head = ["data", "loss", "alpha", "relative gap", "epochs", "fit (s)", "certified"]
+    ok = sum(r[-1] == "yes" for r in rows)
+    out = RESULTS / "bcfw_bundled.md"
+    out.write_text("# solver='bcfw' on the bundled data: certified without a warning?\n\n"
+                   "`python benchmarks/bench_bcfw.py --task bundled` (n_jobs=1, tol 1e-3, "
+                   "200 epochs)" + ("" if done else " -- **interrupted**: the rows so far")
+                   + f"\n\n{machine_info()}\n\n{ok} of {len(rows)} fits certified.\n\n"
+                   + md_table(head, rows) + "\n")
+    return out
+
+
 def run_bundled():
     rows = []
     for name, make, X, y in bundled_tasks():
@@ -284,14 +296,8 @@ def run_bundled():
                        f"{fit:.1f}", "no (budget)" if warned else "yes"]
                 rows.append(row)
                 print(" | ".join(map(str, row)), flush=True)
-    head = ["data", "loss", "alpha", "relative gap", "epochs", "fit (s)", "certified"]
-    ok = sum(r[-1] == "yes" for r in rows)
-    out = RESULTS / "bcfw_bundled.md"
-    out.write_text("# solver='bcfw' on the bundled data: certified without a warning?\n\n"
-                   "`python benchmarks/bench_bcfw.py --task bundled` (n_jobs=1, tol 1e-3, "
-                   "200 epochs)\n\n" f"{machine_info()}\n\n{ok} of {len(rows)} fits "
-                   "certified.\n\n" + md_table(head, rows) + "\n")
-    print(f"wrote {out}")
+                _write_bundled(rows, done=False)  # an interrupted run keeps its rows
+    print(f"wrote {_write_bundled(rows, done=True)}")
 
 
 def main():
