@@ -287,6 +287,23 @@ def paired(S, d, a, b):
     return diff.mean(), win, lose, len(diff) - win - lose, p
 
 
+def _paired_rows(S, ds, pairs):
+    """Table rows ``a − b``: per set, the mean MAE difference, wins/losses/ties
+    of a and the Wilcoxon p (empty where either was not run)."""
+    body = []
+    for a, b in pairs:
+        row = [f"{a} − {b}"]
+        for d in ds:
+            if (d, a) not in S or (d, b) not in S:
+                row.append("")
+                continue
+            md, w, lo, t, p = paired(S, d, a, b)
+            ptxt = "" if np.isnan(p) else f", p={p:.2g}"
+            row.append(f"{md:+.3f} ({w}/{lo}/{t}{ptxt})")
+        body.append(row)
+    return body
+
+
 def report(rows, datasets, models, meta, wall):
     S = summarise(rows, datasets, models)
     ds = [d for d in datasets if any((d, m) in S for m in models)]
@@ -394,17 +411,7 @@ def report(rows, datasets, models, meta, wall):
                    "wins/losses/ties of a, Wilcoxon signed-rank p.")
         out.append("")
         hdr = ["a − b"] + ds
-        body = []
-        for a, b in pairs:
-            row = [f"{a} − {b}"]
-            for d in ds:
-                if (d, a) not in S or (d, b) not in S:
-                    row.append("")
-                    continue
-                md, w, lo, t, p = paired(S, d, a, b)
-                ptxt = "" if np.isnan(p) else f", p={p:.2g}"
-                row.append(f"{md:+.3f} ({w}/{lo}/{t}{ptxt})")
-            body.append(row)
+        body = _paired_rows(S, ds, pairs)
         out.append(md_table(hdr, body))
         out.append("")
     # ---- SGD vs bcfw: the same loss, trained approximately or to a certificate
@@ -419,17 +426,7 @@ def report(rows, datasets, models, meta, wall):
                    "hi = hinge, sl = hinge-slack, as = hinge-approx-slack, pl = poslearn) "
                    "under each solver, on those partitions.")
         out.append("")
-        body = []
-        for a, b in pairs:
-            row = [f"{a} − {b}"]
-            for d in ds:
-                if (d, a) not in S or (d, b) not in S:
-                    row.append("")
-                    continue
-                md, w, lo, t, p = paired(S, d, a, b)
-                ptxt = "" if np.isnan(p) else f", p={p:.2g}"
-                row.append(f"{md:+.3f} ({w}/{lo}/{t}{ptxt})")
-            body.append(row)
+        body = _paired_rows(S, ds, pairs)
         short = {"hinge": "hi", "hinge-slack": "sl", "hinge-approx-slack": "as",
                  "poslearn": "pl"}
         for solver in ("SGD", "bcfw"):

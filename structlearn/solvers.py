@@ -1193,7 +1193,7 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
     rel = np.inf
     epoch = 0
 
-    exact = getattr(problem.loss, "exact_oracle", True)
+    exact = problem.loss.exact_oracle
 
     def primal(x):
         vals, _ = problem.value_and_grad(x)
