@@ -159,7 +159,7 @@ def run_conll(epochs, n_jobs):
             f" (n_jobs={n_jobs})\n\n{machine_info()}\n\n"
             f"- CRF (L-BFGS): fit {t_crf:.1f} s, {crf.n_iter_} iterations, F1 "
             f"{100 * f_crf:.2f}\n"
-            f"- hinge, BCFW: {len(trace)} epochs in {t_bcfw:.1f} s "
+            f"- hinge, BCFW: {est.n_iter_} epochs in {t_bcfw:.1f} s "
             f"({t_bcfw / t_crf:.2f}x the CRF), relative gap {est.duality_gap_:.2e}, "
             f"objective {est.objective_:.5f}, F1 {100 * f_bcfw:.2f}\n"
             f"- hinge, SGD, 10 epochs: fit {t_sgd:.1f} s, objective "

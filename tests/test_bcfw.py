@@ -502,14 +502,17 @@ def test_one_pairwise_step_is_the_exact_line_search():
         g = rng.randn(5)
         cols = np.concatenate([np.arange(5), [2]])   # a duplicate entry
         vals = np.concatenate([g, [0.0]])
-        vptr = np.array([0, 0, 6])
+        espan = np.array([[0, 0], [0, 6]])
         z, avg = z0.copy(), np.zeros(5)
         beta = np.array([1.0, 0.0])
         gaps, d_ell = np.empty(1), np.empty(1)
+        # one example: the zero piece as vertex 0 of its working set, the
+        # new vertex as its oracle's (``extra``)
         working_set_steps(z, avg, np.zeros(5), np.zeros(5, dtype=np.bool_),
-                          np.empty(6, dtype=np.int64), cols, vals, vptr,
-                          np.array([0, 2]), np.array([0.0, c]), beta, lam, n, 0, 1,
-                          gaps, d_ell)
+                          np.empty(6, dtype=np.int64), np.array([0]), np.array([0]),
+                          np.array([1]), np.array([1]), np.array([False]), np.zeros(4),
+                          np.array([0, 4]), np.array([2]), cols, vals, espan,
+                          np.array([0.0, c]), beta, lam, n, 0, 1, gaps, d_ell)
         gamma = min(1.0, max(0.0, lam * n * (c + g @ z0) / (g @ g)))
         assert beta[1] == pytest.approx(gamma, rel=1e-12)
         np.testing.assert_allclose(z, z0 - gamma / (lam * n) * g, rtol=1e-12)
@@ -569,3 +572,35 @@ def test_approximate_slack_gap_is_not_a_clamped_negative_on_real_data():
     assert 0.0 < approx.duality_gap_ <= 1e-3
     # a certified lower bound of the exact optimum is below any upper bound
     assert approx.objective_ * (1.0 - approx.duality_gap_) <= exact.objective_
+
+
+def test_the_pools_gram_matrices_stay_those_of_its_working_sets(monkeypatch):
+    # The Gram matrices persist between visits and are remapped when
+    # vertices leave; after every epoch they must equal the Gram matrices
+    # recomputed from the working sets' slopes.
+    import structlearn.solvers as S
+    from structlearn.kernels.dual import gram_blocks
+
+    checked = []
+    compact = S._Pool.compact
+
+    def checking_compact(self):
+        xptr = compact(self)
+        fresh, kptr, kdim = gram_blocks(xptr, self.ecols, self.evals, self.espan, self.acc,
+                                        self.mark, np.empty(int(self.top[3]), dtype=np.int64))
+        np.testing.assert_array_equal(kptr, self.kptr)
+        for i in range(len(xptr) - 1):
+            m, D = xptr[i + 1] - xptr[i], kdim[i]
+            K_live = self.kpool[kptr[i]:kptr[i + 1]].reshape(D, D)[:m, :m]
+            K_new = fresh[kptr[i]:kptr[i + 1]].reshape(D, D)[:m, :m]
+            np.testing.assert_allclose(K_live, K_new, rtol=1e-12, atol=1e-12)
+        checked.append(int(xptr[-1] - (len(xptr) - 1)))  # vertices beyond the zero pieces
+        return xptr
+
+    monkeypatch.setattr(S._Pool, "compact", checking_compact)
+    X, y = load_ewt_pos("train")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        SequenceTagger(loss="hinge", solver="bcfw", alpha=1e-3, max_iter=8,
+                       random_state=0).fit(X[:60], y[:60])
+    assert len(checked) == 8 and max(checked) > 60  # working sets did grow

@@ -6,6 +6,17 @@ working set of vertices of its block of the dual of ``min_z lam/2 ||z||^2 +
 example's own features, ``A_i^T a_v`` with ``a_v`` in part space, so it is
 given here as the *entries* ``(cols, vals)`` of ``A_i^T a_v`` (duplicates
 allowed), and a step touches only those coordinates of ``z``.
+
+The working sets live in flat arrays (a *pool*): vertex ``v`` has the offset
+``c[v]``, the weight ``beta[v]``, its part-space slope at
+``pspan[v, 0]:pspan[v, 1]`` of ``(pids, pvals)`` (indices into the
+example's score block) and its weight-space slope at ``espan[v,
+0]:espan[v, 1]`` of ``(ecols, evals)``.  Example ``i`` owns the vertices ``xlo[i]:xhi[i]`` (the first of
+them the ground truth's zero piece) and, during an epoch, the vertex
+``extra[i]`` its oracle found (``-1``: none new), appended at the end of the
+pool; :func:`compact_pool` rewrites the vertices by example at the end of
+an epoch without those of weight zero (their entries stay where they are
+until they are more than half of the entry arrays).
 """
 
 import numpy as np
@@ -67,33 +78,72 @@ def _clear(acc, mark, touched, m):
 
 
 @njit(cache=True, nogil=True)
-def _gram_column(K, have, col, v0, m, acc, mark, touched, cols, vals, vptr):
-    """Fill row and column ``col`` of the Gram matrix ``K`` of the slopes of
-    vertices ``v0..v0+m-1`` (entries ``vptr``)."""
-    k = _scatter(acc, mark, touched, cols, vals, vptr[v0 + col], vptr[v0 + col + 1])
-    for b in range(m):
-        if have[b]:
-            continue
-        s = 0.0
-        for e in range(vptr[v0 + b], vptr[v0 + b + 1]):
-            s += vals[e] * acc[cols[e]]
-        K[b, col] = s
-        K[col, b] = s
-    _clear(acc, mark, touched, k)
-    have[col] = True
+def _block_vertices(i, xlo, xhi, extra, vid):
+    """The vertices of example ``i`` into ``vid``; returns how many."""
+    m = 0
+    for v in range(xlo[i], xhi[i]):
+        vid[m] = v
+        m += 1
+    if extra[i] >= 0:
+        vid[m] = extra[i]
+        m += 1
+    return m
 
 
 @njit(cache=True, nogil=True)
-def working_set_steps(z, avg, acc, mark, touched, cols, vals, vptr, bptr, c, beta, lam, n,
-                      step0, max_inner, gaps, d_ell):
+def _gram_column(kpool, k0, D, col, vid, m, acc, mark, touched, cols, vals, espan):
+    """Fill row and column ``col`` of an example's Gram matrix (stored at
+    ``kpool[k0:]`` with leading dimension ``D``) of the slopes of the
+    vertices ``vid[:m]``."""
+    v = vid[col]
+    k = _scatter(acc, mark, touched, cols, vals, espan[v, 0], espan[v, 1])
+    for b in range(m):
+        u = vid[b]
+        s = 0.0
+        for e in range(espan[u, 0], espan[u, 1]):
+            s += vals[e] * acc[cols[e]]
+        kpool[k0 + b * D + col] = s
+        kpool[k0 + col * D + b] = s
+    _clear(acc, mark, touched, k)
+
+
+@njit(cache=True, nogil=True)
+def gram_blocks(xptr, cols, vals, espan, acc, mark, touched):
+    """Every example's Gram matrix of its vertices' slopes, with room for
+    one more vertex: returns ``(kpool, kptr, kdim)``, example ``i``'s matrix
+    at ``kpool[kptr[i]:]`` with leading dimension ``kdim[i]``."""
+    n = len(xptr) - 1
+    kdim = np.empty(n, dtype=np.int64)
+    kptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        kdim[i] = xptr[i + 1] - xptr[i] + 1
+        kptr[i + 1] = kptr[i] + kdim[i] * kdim[i]
+    kpool = np.zeros(kptr[n])
+    most = 1
+    for i in range(n):
+        most = max(most, kdim[i])
+    vid = np.empty(most, dtype=np.int64)
+    for i in range(n):
+        m = xptr[i + 1] - xptr[i]
+        for a in range(m):
+            vid[a] = xptr[i] + a
+        for col in range(m):
+            _gram_column(kpool, kptr[i], kdim[i], col, vid, m, acc, mark, touched, cols,
+                         vals, espan)
+    return kpool, kptr, kdim
+
+
+@njit(cache=True, nogil=True)
+def working_set_steps(z, avg, acc, mark, touched, ex, xlo, xhi, extra, kdone, kpool, kptr,
+                      kdim, cols, vals, espan, c, beta, lam, n, step0, max_inner, gaps, d_ell):
     """Exact block steps over each block's working set, one block after another.
 
-    Block ``j`` of a batch owns the vertices ``bptr[j]:bptr[j+1]`` (its
-    working set, the ground truth's zero piece among them), vertex ``v``
-    with offset ``c[v]``, weight ``beta[v]`` (the block's weights sum to one)
-    and slope ``g_v = A_j^T a_v`` given as the entries
-    ``vptr[v]:vptr[v+1]`` of ``(cols, vals)``.  With the other blocks fixed,
-    the dual restricted to the working set is the concave quadratic
+    Block ``j`` is example ``ex[j]``; its working set is the pool's
+    vertices of that example (see the module docstring), vertex ``v`` with
+    offset ``c[v]``, weight ``beta[v]`` (an example's weights sum to one)
+    and slope ``g_v = A_i^T a_v`` given as the entries ``espan[v, 0]:espan[v, 1]``
+    of ``(cols, vals)``.  With the other blocks fixed, the dual restricted
+    to the working set is the concave quadratic
 
         f(beta) = 1/n sum_v beta_v c_v - lam/2 ||w||^2,
         w = w_rest - 1/(lam n) sum_v beta_v g_v,
@@ -103,13 +153,15 @@ def working_set_steps(z, avg, acc, mark, touched, cols, vals, vptr, bptr, c, bet
     pairwise steps (SMO): move weight from the worst weighted vertex to the
     best one by the exact line search, until their values agree to 1e-12
     or ``max_inner`` steps; ``h`` is kept current through the Gram matrix
-    of the block's slopes, whose columns are computed when a step first
-    needs them.  ``z`` then moves by ``-1/(lam n) sum_v
-    dbeta_v g_v`` and ``avg`` takes the lazy weighted average of the
-    iterates (step ``t`` weighted ``t``, Lacoste-Julien et al. 2013; block
-    ``j`` is step ``t = step0 + j + 1``): with ``T_t = t (t + 1) / 2``, a step
-    that changes ``z`` by ``delta`` adds ``T_{t-1} delta`` to ``avg``, so that
-    ``sum_t t z_t = T_t z_t - avg``.
+    of the block's slopes.  The Gram matrices persist between visits
+    (``kpool``, laid out as by :func:`gram_blocks`): only the column of the
+    oracle's new vertex is computed, at the example's first visit after the
+    oracle found it (``kdone[i]`` then turns True).  ``z`` then moves by
+    ``-1/(lam n) sum_v dbeta_v g_v`` and ``avg`` takes the lazy weighted
+    average of the iterates (step ``t`` weighted ``t``, Lacoste-Julien et
+    al. 2013; block ``j`` is step ``t = step0 + j + 1``): with ``T_t = t (t
+    + 1) / 2``, a step that changes ``z`` by ``delta`` adds ``T_{t-1}
+    delta`` to ``avg``, so that ``sum_t t z_t = T_t z_t - avg``.
 
     ``acc`` (zeros) and ``mark`` (False) are scratch arrays of the size of
     ``z``, returned as they were given; ``touched`` holds at least as many
@@ -119,28 +171,37 @@ def working_set_steps(z, avg, acc, mark, touched, cols, vals, vptr, bptr, c, bet
     before the steps, ``sum_v beta_v (max h - h_v) / n``, and ``d_ell[j]``
     the change of its offset ``l_j = 1/n sum_v beta_v c_v``.
     """
-    for j in range(len(bptr) - 1):
-        v0 = bptr[j]
-        m = bptr[j + 1] - v0
-        h = np.empty(m)
+    most = 1
+    for i in range(len(xlo)):
+        most = max(most, xhi[i] - xlo[i] + 1)
+    vid = np.empty(most, dtype=np.int64)
+    h = np.empty(most)
+    old = np.empty(most)
+    b_ = np.empty(most)
+    scale = lam * n
+    for j in range(len(ex)):
+        i = ex[j]
+        m = _block_vertices(i, xlo, xhi, extra, vid)
+        k0, D = kptr[i], kdim[i]
+        if extra[i] >= 0 and not kdone[i]:
+            _gram_column(kpool, k0, D, m - 1, vid, m, acc, mark, touched, cols, vals,
+                         espan)
+            kdone[i] = True
         for a in range(m):
+            v = vid[a]
             s = 0.0
-            for e in range(vptr[v0 + a], vptr[v0 + a + 1]):
+            for e in range(espan[v, 0], espan[v, 1]):
                 s += vals[e] * z[cols[e]]
-            h[a] = c[v0 + a] + s
-        # the Gram matrix of the slopes, a column when a step first needs it
-        # (a step reads the columns of its two vertices; most visits move
-        # weight among a few of them, so this is O(m) columns short of m^2)
-        K = np.empty((m, m))
-        have = np.zeros(m, dtype=np.bool_)
-        old = beta[v0:v0 + m].copy()
-        b_ = beta[v0:v0 + m]
-        hmax = h.max()
+            h[a] = c[v] + s
+            old[a] = beta[v]
+            b_[a] = beta[v]
+        hmax = h[0]
+        for a in range(1, m):
+            hmax = max(hmax, h[a])
         gap = 0.0
         for a in range(m):
             gap += b_[a] * (hmax - h[a])
         gaps[j] = gap / n
-        scale = lam * n
         for it in range(max_inner):
             up = 0
             for a in range(1, m):
@@ -155,10 +216,8 @@ def working_set_steps(z, avg, acc, mark, touched, cols, vals, vptr, bptr, c, bet
             diff = h[up] - h[dn]
             if not diff > 1e-12 * max(1.0, abs(h[up])):
                 break
-            for col in (up, dn):
-                if not have[col]:
-                    _gram_column(K, have, col, v0, m, acc, mark, touched, cols, vals, vptr)
-            curv = K[up, up] + K[dn, dn] - 2.0 * K[up, dn]
+            curv = (kpool[k0 + up * D + up] + kpool[k0 + dn * D + dn]
+                    - 2.0 * kpool[k0 + up * D + dn])
             gamma = b_[dn]
             if curv > 0.0 and scale * diff / curv < gamma:
                 gamma = scale * diff / curv
@@ -170,17 +229,198 @@ def working_set_steps(z, avg, acc, mark, touched, cols, vals, vptr, bptr, c, bet
                 b_[up] += b_[dn]
                 b_[dn] = 0.0
             for a in range(m):
-                h[a] -= gamma / scale * (K[a, up] - K[a, dn])
+                h[a] -= gamma / scale * (kpool[k0 + a * D + up] - kpool[k0 + a * D + dn])
         t = step0 + j + 1
         weight = 0.5 * (t - 1) * t  # T_{t-1}
         de = 0.0
         for a in range(m):
             db = b_[a] - old[a]
             if db != 0.0:
+                v = vid[a]
+                beta[v] = b_[a]
                 coef = -db / scale
-                for e in range(vptr[v0 + a], vptr[v0 + a + 1]):
+                for e in range(espan[v, 0], espan[v, 1]):
                     delta = coef * vals[e]
                     z[cols[e]] += delta
                     avg[cols[e]] += weight * delta
-                de += db * c[v0 + a] / n
+                de += db * c[v] / n
         d_ell[j] = de
+
+
+@njit(cache=True, nogil=True)
+def _same_slope(pids, pvals, p0, p1, ids, vs, q0, q1):
+    if p1 - p0 != q1 - q0:
+        return False
+    for k in range(p1 - p0):
+        if pids[p0 + k] != ids[q0 + k] or pvals[p0 + k] != vs[q0 + k]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def add_oracle_vertices(ex, loss_vals, theta, G, boff, ncols, nvals, nptr, xlo, xhi, extra,
+                        c, beta, pspan, pids, pvals, espan, ecols, evals, top):
+    """Append each example's oracle vertex to the pool, unless its working
+    set holds it already.
+
+    Example ``ex[j]`` had the loss ``loss_vals[j]`` at the scores
+    ``theta[boff[j]:boff[j+1]]``, where the maximising piece's slope in part
+    space is ``G`` (same layout) and in weight space the entries
+    ``nptr[j]:nptr[j+1]`` of ``(ncols, nvals)``; its offset is the value
+    minus ``<theta, G>``.  ``top`` holds the pool's used sizes (vertices,
+    part entries, weight entries) and the largest vertex's weight entries;
+    the pool arrays must have room for ``len(ex)`` more vertices, the
+    nonzeros of ``G`` and ``len(ncols)`` entries.
+
+    A vertex is the one held already when its part-space slope is the same
+    and its offset agrees to a relative 1e-9 (the offset is recomputed at
+    other scores each time, so it carries their rounding)."""
+    nv, npe, nwe = top[0], top[1], top[2]
+    for j in range(len(ex)):
+        i = ex[j]
+        extra[i] = -1
+        q0 = npe
+        s = 0.0
+        for r in range(boff[j], boff[j + 1]):
+            g = G[r]
+            if g != 0.0:
+                pids[npe] = r - boff[j]
+                pvals[npe] = g
+                npe += 1
+                s += theta[r] * g
+        cv = loss_vals[j] - s
+        dup = False
+        for v in range(xlo[i], xhi[i]):
+            if abs(c[v] - cv) <= 1e-9 * max(1.0, abs(cv)) and _same_slope(
+                    pids, pvals, pspan[v, 0], pspan[v, 1], pids, pvals, q0, npe):
+                dup = True
+                break
+        if dup:
+            npe = q0
+            continue
+        c[nv] = cv
+        beta[nv] = 0.0
+        pspan[nv, 0], pspan[nv, 1] = q0, npe
+        espan[nv, 0] = nwe
+        for e in range(nptr[j], nptr[j + 1]):
+            ecols[nwe] = ncols[e]
+            evals[nwe] = nvals[e]
+            nwe += 1
+        espan[nv, 1] = nwe
+        top[3] = max(top[3], nptr[j + 1] - nptr[j])
+        extra[i] = nv
+        nv += 1
+    top[0], top[1], top[2] = nv, npe, nwe
+
+
+@njit(cache=True, nogil=True)
+def _kept(i, k, xlo, xhi, extra, beta):
+    """Vertex ``k`` (local index) of example ``i`` if it stays (the zero
+    piece, or a positive weight), else ``-1``."""
+    v = xlo[i] + k if k < xhi[i] - xlo[i] else extra[i]
+    if v < 0 or (k > 0 and not beta[v] > 0.0):
+        return -1
+    return v
+
+
+@njit(cache=True, nogil=True)
+def _move(span, ids, vals, ids2, vals2, o):
+    """Copy a vertex's entries to ``o`` of the new arrays; returns the end."""
+    for e in range(span[0], span[1]):
+        ids2[o], vals2[o] = ids[e], vals[e]
+        o += 1
+    return o
+
+
+@njit(cache=True, nogil=True)
+def compact_pool(xlo, xhi, extra, c, beta, pspan, pids, pvals, espan, ecols, evals, kpool,
+                 kptr, kdim, top, spare):
+    """The pool's vertices rewritten example by example, each example's zero
+    piece first, without the other vertices of weight zero, the Gram
+    matrices with them; returns ``(xptr, c, beta, pspan, pids, pvals,
+    espan, ecols, evals, kpool, kptr, kdim)`` with example ``i`` at
+    ``xptr[i]:xptr[i+1]``, the vertex arrays with room for ``spare``
+    more.  The entries stay in their arrays (the same objects are
+    returned) unless the vertices that left hold more than half of them:
+    then they are rewritten too, with room for as many again."""
+    n = len(xlo)
+    nv = npe = nwe = nk = 0
+    for i in range(n):
+        mi = 0
+        for k in range(xhi[i] - xlo[i] + 1):
+            v = _kept(i, k, xlo, xhi, extra, beta)
+            if v < 0:
+                continue
+            mi += 1
+            npe += pspan[v, 1] - pspan[v, 0]
+            nwe += espan[v, 1] - espan[v, 0]
+        nv += mi
+        nk += (mi + 1) * (mi + 1)
+    move = top[2] > 2 * nwe + 4096 or top[1] > 2 * npe + 4096
+    xptr = np.zeros(n + 1, dtype=np.int64)
+    c2, b2 = np.empty(nv + spare), np.empty(nv + spare)
+    pspan2 = np.zeros((nv + spare, 2), dtype=np.int64)
+    espan2 = np.zeros((nv + spare, 2), dtype=np.int64)
+    if move:
+        pids2, pvals2 = np.empty(2 * npe + 4096, dtype=np.int64), np.empty(2 * npe + 4096)
+        ecols2, evals2 = np.empty(2 * nwe + 4096, dtype=np.int64), np.empty(2 * nwe + 4096)
+    else:
+        pids2, pvals2, ecols2, evals2 = pids, pvals, ecols, evals
+    kpool2 = np.zeros(nk)
+    kptr2 = np.zeros(n + 1, dtype=np.int64)
+    kdim2 = np.empty(n, dtype=np.int64)
+    most = 1
+    for i in range(n):
+        most = max(most, xhi[i] - xlo[i] + 1)
+    loc = np.empty(most, dtype=np.int64)
+    u = p = w = 0
+    for i in range(n):
+        mi = 0
+        for k in range(xhi[i] - xlo[i] + 1):
+            v = _kept(i, k, xlo, xhi, extra, beta)
+            if v < 0:
+                continue
+            loc[mi] = k
+            mi += 1
+            c2[u], b2[u] = c[v], beta[v]
+            if move:
+                pspan2[u, 0] = p
+                p = _move(pspan[v], pids, pvals, pids2, pvals2, p)
+                pspan2[u, 1] = p
+                espan2[u, 0] = w
+                w = _move(espan[v], ecols, evals, ecols2, evals2, w)
+                espan2[u, 1] = w
+            else:
+                pspan2[u, 0], pspan2[u, 1] = pspan[v, 0], pspan[v, 1]
+                espan2[u, 0], espan2[u, 1] = espan[v, 0], espan[v, 1]
+            u += 1
+        xptr[i + 1] = u
+        D2 = mi + 1
+        kdim2[i] = D2
+        kptr2[i + 1] = kptr2[i] + D2 * D2
+        k0, D = kptr[i], kdim[i]
+        for a in range(mi):
+            for b in range(mi):
+                kpool2[kptr2[i] + a * D2 + b] = kpool[k0 + loc[a] * D + loc[b]]
+    top[0] = nv
+    if move:
+        top[1], top[2] = p, w
+    return (xptr, c2, b2, pspan2, pids2, pvals2, espan2, ecols2, evals2, kpool2, kptr2,
+            kdim2)
+
+
+@njit(cache=True, nogil=True)
+def working_set_values(xptr, c, espan, ecols, evals, x):
+    """Per example, the largest value at ``x`` of the pieces of its
+    (compacted) working set: ``max_v c_v + <g_v, x>``."""
+    n = len(xptr) - 1
+    out = np.empty(n)
+    for i in range(n):
+        best = -np.inf
+        for v in range(xptr[i], xptr[i + 1]):
+            s = c[v]
+            for e in range(espan[v, 0], espan[v, 1]):
+                s += evals[e] * x[ecols[e]]
+            best = max(best, s)
+        out[i] = best
+    return out
