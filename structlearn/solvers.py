@@ -31,8 +31,8 @@ from joblib import effective_n_jobs
 from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 
-from .kernels.dual import (add_oracle_vertices, compact_pool, gram_blocks, outer_entries,
-                           working_set_steps, working_set_values)
+from .kernels.dual import (add_oracle_vertices, compact_pool, gram_blocks, localize,
+                           outer_entries, working_set_steps, working_set_values)
 from .kernels.maps import explicit_vertices_map
 from .kernels.sparsemap import sparsemap_active_set
 
@@ -969,37 +969,42 @@ class _Pool:
     """The working sets of :func:`bcfw` as flat arrays (the layout of
     :mod:`structlearn.kernels.dual`): per vertex its offset, weight and
     slope, in part space (kept for :class:`DualState`) and in weight space
-    (the entries of ``A_i^T a_v``, which the steps read), and per example
-    the Gram matrix of its vertices' slopes."""
+    (the entries of ``A_i^T a_v`` on the example's own column list, which
+    the steps read), and per example the Gram matrix of its vertices'
+    slopes."""
+
+    #: unused entries tolerated beyond half of an array before the
+    #: compaction rewrites the entries and column lists
+    slack = 4096
 
     def __init__(self, problem, state=None):
         n = problem.n_samples
-        self.acc = np.zeros(problem.n_params)  # scratch of the kernels
-        self.mark = np.zeros(problem.n_params, dtype=np.bool_)
+        self.where = np.full(problem.n_params, -1, dtype=np.int64)  # kernels' scratch
         if state is None:  # every example: its zero piece, with all the weight
             xptr = np.arange(n + 1, dtype=np.int64)
             self.c, self.beta = np.zeros(n), np.ones(n)
             self.pspan = np.zeros((n, 2), dtype=np.int64)
             self.pids, self.pvals = np.zeros(0, dtype=np.int64), np.zeros(0)
+            self.espan = np.zeros((n, 2), dtype=np.int64)
+            cols, self.evals = np.zeros(0, dtype=np.int64), np.zeros(0)
         else:
             xptr = state.xptr
             self.c, self.beta = state.c.copy(), state.beta.copy()
             self.pspan = np.stack([state.pptr[:-1], state.pptr[1:]], axis=1)
             self.pids, self.pvals = state.pids.copy(), state.pvals.copy()
+            cols = self._weight_entries(problem, xptr)
+        self.uspan, self.ucols, self.loc = localize(xptr, self.espan, cols, self.where)
         self.xlo, self.xhi = xptr[:-1].copy(), xptr[1:].copy()
         self.extra = np.full(n, -1, dtype=np.int64)
-        self.top = np.array([len(self.c), len(self.pids), 0, 1], dtype=np.int64)
-        self.espan = np.zeros((len(self.c), 2), dtype=np.int64)
-        self.ecols, self.evals = np.zeros(0, dtype=np.int64), np.zeros(0)
-        if state is not None:
-            self._weight_entries(problem, xptr)
-        self.kpool, self.kptr, self.kdim = gram_blocks(
-            xptr, self.ecols, self.evals, self.espan, self.acc, self.mark,
-            np.empty(int(self.top[3]), dtype=np.int64))
+        self.top = np.array([len(self.c), len(self.pids), len(self.evals), len(self.ucols)],
+                            dtype=np.int64)
+        self.kpool, self.kptr, self.kdim = gram_blocks(xptr, self.uspan, self.loc,
+                                                       self.evals, self.espan)
         self.kdone = np.ones(n, dtype=np.bool_)
 
     def _weight_entries(self, problem, xptr, batch=256):
-        """The weight-space slopes of every vertex, from the part-space ones."""
+        """The weight-space slopes of every vertex, from the part-space ones
+        (``self.espan``, ``self.evals``); returns their coordinates."""
         n = problem.n_samples
         sizes = np.asarray(problem.part_sizes(), dtype=np.int64)
         owner = np.repeat(np.arange(n), np.diff(xptr))
@@ -1013,68 +1018,68 @@ class _Pool:
                 e0, e1 = self.pspan[v]
                 D[boff[k] + self.pids[e0:e1]] = self.pvals[e0:e1]
             parts.append(problem.block_entries(rep, D))
-        self.ecols = np.concatenate([p[0] for p in parts]).astype(np.int64)
         self.evals = np.concatenate([p[1] for p in parts]).astype(np.float64)
-        lens = np.concatenate([np.diff(p[2]) for p in parts])
+        lens = np.concatenate([np.diff(p[2]) for p in parts]).astype(np.int64)
         ends = np.cumsum(lens)
         self.espan = np.stack([ends - lens, ends], axis=1).astype(np.int64)
-        self.top[2] = len(self.ecols)
-        self.top[3] = max(1, int(lens.max(initial=0)))
+        return np.concatenate([p[0] for p in parts]).astype(np.int64)
 
     def arrays(self):
         """The arrays :func:`working_set_steps` reads."""
         return (self.xlo, self.xhi, self.extra, self.kdone, self.kpool, self.kptr,
-                self.kdim, self.ecols, self.evals, self.espan, self.c, self.beta)
+                self.kdim, self.uspan, self.ucols, self.loc, self.evals, self.espan,
+                self.c, self.beta)
 
     def add(self, idx, loss_vals, theta, G, sizes, entries):
         """Each example's oracle vertex joins its working set."""
         ncols, nvals, nptr = entries
-        nv, npe, nwe = (int(t) for t in self.top[:3])
+        idx = np.asarray(idx, dtype=np.int64)
+        nv, npe, nwe, nu = (int(t) for t in self.top)
         need_v = nv + len(idx)
         self.c, self.beta = _grow(self.c, need_v), _grow(self.beta, need_v)
         self.pspan, self.espan = _grow(self.pspan, need_v), _grow(self.espan, need_v)
         need_p = npe + int(np.count_nonzero(G))
         self.pids, self.pvals = _grow(self.pids, need_p), _grow(self.pvals, need_p)
         need_e = nwe + len(ncols)
-        self.ecols, self.evals = _grow(self.ecols, need_e), _grow(self.evals, need_e)
+        self.loc, self.evals = _grow(self.loc, need_e), _grow(self.evals, need_e)
+        need_u = nu + len(ncols) + int((self.uspan[idx, 1] - self.uspan[idx, 0]).sum())
+        self.ucols = _grow(self.ucols, need_u)
         boff = np.concatenate([[0], np.cumsum(sizes[idx])]).astype(np.int64)
-        add_oracle_vertices(np.asarray(idx, dtype=np.int64), np.asarray(loss_vals, float),
-                            theta, G, boff, np.asarray(ncols, dtype=np.int64),
+        add_oracle_vertices(idx, np.asarray(loss_vals, float), theta, G, boff,
+                            np.asarray(ncols, dtype=np.int64),
                             np.asarray(nvals, dtype=np.float64), np.asarray(nptr, np.int64),
                             self.xlo, self.xhi, self.extra, self.c, self.beta, self.pspan,
-                            self.pids, self.pvals, self.espan, self.ecols, self.evals, self.top)
+                            self.pids, self.pvals, self.espan, self.loc, self.evals,
+                            self.uspan, self.ucols, self.where, self.top)
         self.kdone[idx] = False
 
     def compact(self):
         """End of an epoch: the vertices of weight zero leave (the zero
         pieces stay); returns the examples' vertex offsets."""
         n = len(self.xlo)
-        (xptr, self.c, self.beta, self.pspan, self.pids, self.pvals, self.espan, self.ecols,
-         self.evals, self.kpool, self.kptr, self.kdim) = compact_pool(
+        (xptr, self.c, self.beta, self.pspan, self.pids, self.pvals, self.espan, self.loc,
+         self.evals, self.uspan, self.ucols, self.kpool, self.kptr, self.kdim) = compact_pool(
             self.xlo, self.xhi, self.extra, self.c, self.beta, self.pspan, self.pids,
-            self.pvals, self.espan, self.ecols, self.evals, self.kpool, self.kptr, self.kdim,
-            self.top, n)
+            self.pvals, self.espan, self.loc, self.evals, self.uspan, self.ucols, self.kpool,
+            self.kptr, self.kdim, self.top, n, self.where, self.slack)
         self.xlo, self.xhi = xptr[:-1].copy(), xptr[1:].copy()
         self.extra[:] = -1
         self.kdone[:] = True
         return xptr
 
-    def _weights_per_entry(self, nv):
-        """Per used weight entry, the weight of its vertex (0 for entries
-        of vertices that left)."""
-        w = np.zeros(int(self.top[2]))
-        lens = self.espan[:nv, 1] - self.espan[:nv, 0]
-        pos = np.repeat(self.espan[:nv, 0] - np.cumsum(lens) + lens, lens) + np.arange(lens.sum())
-        w[pos] = np.repeat(self.beta[:nv], lens)
-        return w
-
     def primal_point(self, lam, n_params):
-        """``z = -1/(lam n) sum_i A_i^T m_i``, ``m_i = sum_v beta_v a_v``."""
+        """``z = -1/(lam n) sum_i A_i^T m_i``, ``m_i = sum_v beta_v a_v``
+        (compacted pool)."""
         n = len(self.xlo)
-        used = int(self.top[2])
-        w = self._weights_per_entry(int(self.top[0]))
+        nv = int(self.top[0])
+        lens = self.espan[:nv, 1] - self.espan[:nv, 0]
+        pos = (np.repeat(self.espan[:nv, 0] - np.cumsum(lens) + lens, lens)
+               + np.arange(lens.sum()))
+        owner = np.repeat(np.repeat(np.arange(n), self.xhi - self.xlo), lens)
+        cols = self.ucols[self.uspan[owner, 0] + self.loc[pos]]
         z = np.zeros(n_params)
-        np.add.at(z, self.ecols[:used], w * self.evals[:used] * (-1.0 / (lam * n)))
+        np.add.at(z, cols, np.repeat(self.beta[:nv], lens) * self.evals[pos]
+                  * (-1.0 / (lam * n)))
         return z
 
     def offset(self):
@@ -1086,7 +1091,8 @@ class _Pool:
         """Per example, the largest value at ``x`` of its working set's
         pieces (compacted pool)."""
         xptr = np.concatenate([self.xlo[:1], self.xhi])
-        return working_set_values(xptr, self.c, self.espan, self.ecols, self.evals, x)
+        return working_set_values(xptr, self.c, self.espan, self.loc, self.evals,
+                                  self.uspan, self.ucols, x)
 
     def state(self, key):
         """The dual iterate (compacted pool), its part-space slopes packed."""
@@ -1271,10 +1277,8 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
         nonlocal steps, ell_tot, ell_wsum
         gaps = np.empty(len(ex))
         d_ell = np.empty(len(ex))
-        touched = np.empty(int(pool.top[3]), dtype=np.int64)
-        working_set_steps(z, avg, pool.acc, pool.mark, touched, ex, *pool.arrays(), lam,
-                          float(n),
-                          steps, int(max_inner), gaps, d_ell)
+        working_set_steps(z, avg, ex, *pool.arrays(), lam, float(n), steps, int(max_inner),
+                          gaps, d_ell)
         ell_path = ell_tot + np.cumsum(d_ell)
         t = steps + 1 + np.arange(len(ex))
         ell_wsum += float(t @ ell_path)

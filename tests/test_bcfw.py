@@ -507,12 +507,14 @@ def test_one_pairwise_step_is_the_exact_line_search():
         beta = np.array([1.0, 0.0])
         gaps, d_ell = np.empty(1), np.empty(1)
         # one example: the zero piece as vertex 0 of its working set, the
-        # new vertex as its oracle's (``extra``)
-        working_set_steps(z, avg, np.zeros(5), np.zeros(5, dtype=np.bool_),
-                          np.empty(6, dtype=np.int64), np.array([0]), np.array([0]),
-                          np.array([1]), np.array([1]), np.array([False]), np.zeros(4),
-                          np.array([0, 4]), np.array([2]), cols, vals, espan,
-                          np.array([0.0, c]), beta, lam, n, 0, 1, gaps, d_ell)
+        # new vertex as its oracle's (``extra``); its column list is the
+        # coordinates in reverse, so local index k is coordinate 4 - k
+        ucols = np.arange(5)[::-1].copy()
+        loc = 4 - cols
+        working_set_steps(z, avg, np.array([0]), np.array([0]), np.array([1]), np.array([1]),
+                          np.array([False]), np.zeros(4), np.array([0, 4]), np.array([2]),
+                          np.array([[0, 5]]), ucols, loc, vals, espan, np.array([0.0, c]),
+                          beta, lam, n, 0, 1, gaps, d_ell)
         gamma = min(1.0, max(0.0, lam * n * (c + g @ z0) / (g @ g)))
         assert beta[1] == pytest.approx(gamma, rel=1e-12)
         np.testing.assert_allclose(z, z0 - gamma / (lam * n) * g, rtol=1e-12)
@@ -574,33 +576,65 @@ def test_approximate_slack_gap_is_not_a_clamped_negative_on_real_data():
     assert approx.objective_ * (1.0 - approx.duality_gap_) <= exact.objective_
 
 
-def test_the_pools_gram_matrices_stay_those_of_its_working_sets(monkeypatch):
+def test_the_pools_gram_matrices_and_column_lists_stay_those_of_its_working_sets(
+        monkeypatch):
     # The Gram matrices persist between visits and are remapped when
-    # vertices leave; after every epoch they must equal the Gram matrices
-    # recomputed from the working sets' slopes.
+    # vertices leave; the vertices' entries are kept on per-example column
+    # lists that move when they grow and are rebuilt when the arrays are
+    # rewritten.  After every epoch the Gram matrices must equal those
+    # recomputed from the working sets, and every vertex's entries, mapped
+    # through its example's column list, the entries it came with.
     import structlearn.solvers as S
     from structlearn.kernels.dual import gram_blocks
 
-    checked = []
-    compact = S._Pool.compact
+    checked, rewritten, born = [], [], {}
+    add, compact = S._Pool.add, S._Pool.compact
+
+    def recording_add(self, idx, loss_vals, theta, G, sizes, entries):
+        nv0 = int(self.top[0])
+        add(self, idx, loss_vals, theta, G, sizes, entries)
+        ncols, nvals, nptr = entries
+        for j, i in enumerate(idx):
+            v = self.extra[i]
+            if v >= 0:
+                assert nv0 <= v < self.top[0]
+                ids = self.pids[self.pspan[v, 0]:self.pspan[v, 1]]
+                born[(int(i), ids.tobytes())] = (ncols[nptr[j]:nptr[j + 1]].copy(),
+                                                 nvals[nptr[j]:nptr[j + 1]].copy())
 
     def checking_compact(self):
         xptr = compact(self)
-        fresh, kptr, kdim = gram_blocks(xptr, self.ecols, self.evals, self.espan, self.acc,
-                                        self.mark, np.empty(int(self.top[3]), dtype=np.int64))
+        fresh, kptr, kdim = gram_blocks(xptr, self.uspan, self.loc, self.evals, self.espan)
         np.testing.assert_array_equal(kptr, self.kptr)
         for i in range(len(xptr) - 1):
             m, D = xptr[i + 1] - xptr[i], kdim[i]
             K_live = self.kpool[kptr[i]:kptr[i + 1]].reshape(D, D)[:m, :m]
             K_new = fresh[kptr[i]:kptr[i + 1]].reshape(D, D)[:m, :m]
             np.testing.assert_allclose(K_live, K_new, rtol=1e-12, atol=1e-12)
+            u0 = self.uspan[i, 0]
+            for v in range(xptr[i] + 1, xptr[i + 1]):
+                e0, e1 = self.espan[v]
+                ids = self.pids[self.pspan[v, 0]:self.pspan[v, 1]]
+                cols, vals = born[(i, ids.tobytes())]
+                np.testing.assert_array_equal(self.ucols[u0 + self.loc[e0:e1]], cols)
+                np.testing.assert_array_equal(self.evals[e0:e1], vals)
         checked.append(int(xptr[-1] - (len(xptr) - 1)))  # vertices beyond the zero pieces
+        live = self.espan[:xptr[-1], 1] - self.espan[:xptr[-1], 0]
+        rewritten.append(int(self.top[2]) == int(live.sum()))
         return xptr
 
+    monkeypatch.setattr(S._Pool, "add", recording_add)
     monkeypatch.setattr(S._Pool, "compact", checking_compact)
     X, y = load_ewt_pos("train")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        SequenceTagger(loss="hinge", solver="bcfw", alpha=1e-3, max_iter=8,
-                       random_state=0).fit(X[:60], y[:60])
-    assert len(checked) == 8 and max(checked) > 60  # working sets did grow
+    for slack in (4096, 0):   # 0: the entries and column lists are rewritten
+        checked.clear()
+        rewritten.clear()
+        monkeypatch.setattr(S._Pool, "slack", slack)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            SequenceTagger(loss="hinge", solver="bcfw", alpha=1e-3, max_iter=8,
+                           random_state=0).fit(X[:60], y[:60])
+        assert len(checked) == 8 and max(checked) > 60  # working sets did grow
+        if slack == 0:
+            assert any(rewritten)
+        rewritten.clear()
