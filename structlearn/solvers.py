@@ -31,8 +31,9 @@ from joblib import effective_n_jobs
 from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 
-from .kernels.dual import (add_oracle_vertices, compact_pool, gram_blocks, localize,
-                           outer_entries, working_set_steps, working_set_values)
+from .kernels.dual import (add_oracle_vertices, add_parts, compact_pool, gram_blocks,
+                           outer_entries, part_lists, working_set_steps,
+                           working_set_values)
 from .kernels.maps import explicit_vertices_map
 from .kernels.sparsemap import sparsemap_active_set
 
@@ -968,118 +969,132 @@ def _grow(a, need):
 class _Pool:
     """The working sets of :func:`bcfw` as flat arrays (the layout of
     :mod:`structlearn.kernels.dual`): per vertex its offset, weight and
-    slope, in part space (kept for :class:`DualState`) and in weight space
-    (the entries of ``A_i^T a_v`` on the example's own column list, which
-    the steps read), and per example the Gram matrix of its vertices'
-    slopes."""
+    part-space slope; per example the list of parts its vertices touch,
+    with their columns of ``A_i`` (``problem.block_entries`` of a unit
+    score vector, computed once, when a vertex first touches the part),
+    and the Gram matrix of its vertices' slopes."""
 
     #: unused entries tolerated beyond half of an array before the
-    #: compaction rewrites the entries and column lists
+    #: compaction rewrites the entries and part lists
     slack = 4096
 
     def __init__(self, problem, state=None):
         n = problem.n_samples
-        self.where = np.full(problem.n_params, -1, dtype=np.int64)  # kernels' scratch
+        self.problem = problem
+        self.sizes = np.asarray(problem.part_sizes(), dtype=np.int64)
+        self.acc = np.zeros(problem.n_params)  # scratch of the kernels
+        self.pwhere = np.full(int(self.sizes.max(initial=1)), -1, dtype=np.int64)
         if state is None:  # every example: its zero piece, with all the weight
             xptr = np.arange(n + 1, dtype=np.int64)
             self.c, self.beta = np.zeros(n), np.ones(n)
             self.pspan = np.zeros((n, 2), dtype=np.int64)
             self.pids, self.pvals = np.zeros(0, dtype=np.int64), np.zeros(0)
-            self.espan = np.zeros((n, 2), dtype=np.int64)
-            cols, self.evals = np.zeros(0, dtype=np.int64), np.zeros(0)
         else:
             xptr = state.xptr
             self.c, self.beta = state.c.copy(), state.beta.copy()
             self.pspan = np.stack([state.pptr[:-1], state.pptr[1:]], axis=1)
             self.pids, self.pvals = state.pids.copy(), state.pvals.copy()
-            cols = self._weight_entries(problem, xptr)
-        self.uspan, self.ucols, self.loc = localize(xptr, self.espan, cols, self.where)
+        self.qspan, self.qpart, self.ploc = part_lists(xptr, self.pspan, self.pids,
+                                                       self.pwhere)
+        owner = np.repeat(np.arange(n), self.qspan[:, 1] - self.qspan[:, 0])
+        self.qcols, self.qvals, qptr = self._columns(owner, self.qpart)
+        self.qe = np.stack([qptr[:-1], qptr[1:]], axis=1).astype(np.int64)
         self.xlo, self.xhi = xptr[:-1].copy(), xptr[1:].copy()
         self.extra = np.full(n, -1, dtype=np.int64)
-        self.top = np.array([len(self.c), len(self.pids), len(self.evals), len(self.ucols)],
+        self.top = np.array([len(self.c), len(self.pids), len(self.qpart), len(self.qcols)],
                             dtype=np.int64)
-        self.kpool, self.kptr, self.kdim = gram_blocks(xptr, self.uspan, self.loc,
-                                                       self.evals, self.espan)
+        self.kpool, self.kptr, self.kdim = gram_blocks(
+            xptr, self.qspan, self.qe, self.qcols, self.qvals, self.pspan, self.ploc,
+            self.pvals, self.acc)
         self.kdone = np.ones(n, dtype=np.bool_)
 
-    def _weight_entries(self, problem, xptr, batch=256):
-        """The weight-space slopes of every vertex, from the part-space ones
-        (``self.espan``, ``self.evals``); returns their coordinates."""
-        n = problem.n_samples
-        sizes = np.asarray(problem.part_sizes(), dtype=np.int64)
-        owner = np.repeat(np.arange(n), np.diff(xptr))
-        parts = []
-        for s in range(0, len(owner), batch):
-            vs = np.arange(s, min(len(owner), s + batch))
-            rep = owner[vs]
-            boff = np.concatenate([[0], np.cumsum(sizes[rep])]).astype(np.int64)
+    def _columns(self, rep, parts, batch=1024):
+        """The columns of ``A_i`` of the parts ``parts`` of examples ``rep``:
+        ``(cols, vals, ptr)`` -- the problem's ``part_columns`` where it has
+        one, else ``block_entries`` of unit score vectors."""
+        if hasattr(self.problem, "part_columns"):
+            cols, vals, ptr = self.problem.part_columns(rep, parts)
+            return (np.asarray(cols, dtype=np.int64), np.asarray(vals, dtype=np.float64),
+                    np.asarray(ptr, dtype=np.int64))
+        out = [(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(1, dtype=np.int64))]
+        for s in range(0, len(rep), batch):
+            r = rep[s:s + batch]
+            boff = np.concatenate([[0], np.cumsum(self.sizes[r])]).astype(np.int64)
             D = np.zeros(boff[-1])
-            for k, v in enumerate(vs):
-                e0, e1 = self.pspan[v]
-                D[boff[k] + self.pids[e0:e1]] = self.pvals[e0:e1]
-            parts.append(problem.block_entries(rep, D))
-        self.evals = np.concatenate([p[1] for p in parts]).astype(np.float64)
-        lens = np.concatenate([np.diff(p[2]) for p in parts]).astype(np.int64)
-        ends = np.cumsum(lens)
-        self.espan = np.stack([ends - lens, ends], axis=1).astype(np.int64)
-        return np.concatenate([p[0] for p in parts]).astype(np.int64)
+            D[boff[:-1] + parts[s:s + batch]] = 1.0
+            out.append(self.problem.block_entries(r, D))
+        lens = np.concatenate([np.diff(o[2]) for o in out]).astype(np.int64)
+        return (np.concatenate([o[0] for o in out]).astype(np.int64),
+                np.concatenate([o[1] for o in out]).astype(np.float64),
+                np.concatenate([[0], np.cumsum(lens)]).astype(np.int64))
 
     def arrays(self):
         """The arrays :func:`working_set_steps` reads."""
         return (self.xlo, self.xhi, self.extra, self.kdone, self.kpool, self.kptr,
-                self.kdim, self.uspan, self.ucols, self.loc, self.evals, self.espan,
-                self.c, self.beta)
+                self.kdim, self.qspan, self.qe, self.qcols, self.qvals, self.pspan,
+                self.ploc, self.pvals, self.c, self.beta, self.acc)
 
-    def add(self, idx, loss_vals, theta, G, sizes, entries):
+    def add(self, idx, loss_vals, theta, G):
         """Each example's oracle vertex joins its working set."""
-        ncols, nvals, nptr = entries
         idx = np.asarray(idx, dtype=np.int64)
-        nv, npe, nwe, nu = (int(t) for t in self.top)
+        nv, npe = int(self.top[0]), int(self.top[1])
         need_v = nv + len(idx)
         self.c, self.beta = _grow(self.c, need_v), _grow(self.beta, need_v)
-        self.pspan, self.espan = _grow(self.pspan, need_v), _grow(self.espan, need_v)
+        self.pspan = _grow(self.pspan, need_v)
         need_p = npe + int(np.count_nonzero(G))
         self.pids, self.pvals = _grow(self.pids, need_p), _grow(self.pvals, need_p)
-        need_e = nwe + len(ncols)
-        self.loc, self.evals = _grow(self.loc, need_e), _grow(self.evals, need_e)
-        need_u = nu + len(ncols) + int((self.uspan[idx, 1] - self.uspan[idx, 0]).sum())
-        self.ucols = _grow(self.ucols, need_u)
-        boff = np.concatenate([[0], np.cumsum(sizes[idx])]).astype(np.int64)
-        add_oracle_vertices(idx, np.asarray(loss_vals, float), theta, G, boff,
-                            np.asarray(ncols, dtype=np.int64),
-                            np.asarray(nvals, dtype=np.float64), np.asarray(nptr, np.int64),
-                            self.xlo, self.xhi, self.extra, self.c, self.beta, self.pspan,
-                            self.pids, self.pvals, self.espan, self.loc, self.evals,
-                            self.uspan, self.ucols, self.where, self.top)
+        self.ploc = _grow(self.ploc, need_p)
+        boff = np.concatenate([[0], np.cumsum(self.sizes[idx])]).astype(np.int64)
+        rep, parts = add_oracle_vertices(
+            idx, np.asarray(loss_vals, dtype=np.float64), theta, G, boff, self.xlo, self.xhi,
+            self.extra, self.c, self.beta, self.pspan, self.pids, self.pvals, self.qspan,
+            self.qpart, self.pwhere, self.top)
+        ncols, nvals, nptr = self._columns(rep, parts)
+        need_q = int(self.top[2]) + len(parts) + int(
+            (self.qspan[idx, 1] - self.qspan[idx, 0]).sum())
+        self.qpart, self.qe = _grow(self.qpart, need_q), _grow(self.qe, need_q)
+        need_qe = int(self.top[3]) + len(ncols)
+        self.qcols, self.qvals = _grow(self.qcols, need_qe), _grow(self.qvals, need_qe)
+        add_parts(idx, rep, parts, ncols, nvals, nptr, self.extra, self.pspan, self.pids,
+                  self.ploc, self.qspan, self.qpart, self.qe, self.qcols, self.qvals,
+                  self.pwhere, self.top)
         self.kdone[idx] = False
 
     def compact(self):
         """End of an epoch: the vertices of weight zero leave (the zero
         pieces stay); returns the examples' vertex offsets."""
         n = len(self.xlo)
-        (xptr, self.c, self.beta, self.pspan, self.pids, self.pvals, self.espan, self.loc,
-         self.evals, self.uspan, self.ucols, self.kpool, self.kptr, self.kdim) = compact_pool(
+        (xptr, self.c, self.beta, self.pspan, self.pids, self.pvals, self.ploc, self.qspan,
+         self.qpart, self.qe, self.qcols, self.qvals, self.kpool, self.kptr,
+         self.kdim) = compact_pool(
             self.xlo, self.xhi, self.extra, self.c, self.beta, self.pspan, self.pids,
-            self.pvals, self.espan, self.loc, self.evals, self.uspan, self.ucols, self.kpool,
-            self.kptr, self.kdim, self.top, n, self.where, self.slack)
+            self.pvals, self.ploc, self.qspan, self.qpart, self.qe, self.qcols, self.qvals,
+            self.kpool, self.kptr, self.kdim, self.top, n, self.pwhere, self.slack)
         self.xlo, self.xhi = xptr[:-1].copy(), xptr[1:].copy()
         self.extra[:] = -1
         self.kdone[:] = True
         return xptr
+
+    def _entries(self, span, nv):
+        """Positions of the used entries of the first ``nv`` rows of a span
+        array, and each one's row."""
+        lens = span[:nv, 1] - span[:nv, 0]
+        pos = np.repeat(span[:nv, 0] - np.cumsum(lens) + lens, lens) + np.arange(lens.sum())
+        return pos, np.repeat(np.arange(nv), lens)
 
     def primal_point(self, lam, n_params):
         """``z = -1/(lam n) sum_i A_i^T m_i``, ``m_i = sum_v beta_v a_v``
         (compacted pool)."""
         n = len(self.xlo)
         nv = int(self.top[0])
-        lens = self.espan[:nv, 1] - self.espan[:nv, 0]
-        pos = (np.repeat(self.espan[:nv, 0] - np.cumsum(lens) + lens, lens)
-               + np.arange(lens.sum()))
-        owner = np.repeat(np.repeat(np.arange(n), self.xhi - self.xlo), lens)
-        cols = self.ucols[self.uspan[owner, 0] + self.loc[pos]]
+        pos, vert = self._entries(self.pspan, nv)
+        owner = np.repeat(np.arange(n), self.xhi - self.xlo)[vert]
+        slot = self.qspan[owner, 0] + self.ploc[pos]
+        coef = np.bincount(slot, weights=self.beta[vert] * self.pvals[pos],
+                           minlength=int(self.top[2]))
+        epos, eslot = self._entries(self.qe, int(self.top[2]))
         z = np.zeros(n_params)
-        np.add.at(z, cols, np.repeat(self.beta[:nv], lens) * self.evals[pos]
-                  * (-1.0 / (lam * n)))
+        np.add.at(z, self.qcols[epos], coef[eslot] * self.qvals[epos] * (-1.0 / (lam * n)))
         return z
 
     def offset(self):
@@ -1091,16 +1106,15 @@ class _Pool:
         """Per example, the largest value at ``x`` of its working set's
         pieces (compacted pool)."""
         xptr = np.concatenate([self.xlo[:1], self.xhi])
-        return working_set_values(xptr, self.c, self.espan, self.loc, self.evals,
-                                  self.uspan, self.ucols, x)
+        return working_set_values(xptr, self.c, self.pspan, self.ploc, self.pvals,
+                                  self.qspan, self.qe, self.qcols, self.qvals, x)
 
     def state(self, key):
         """The dual iterate (compacted pool), its part-space slopes packed."""
         nv = int(self.top[0])
         xptr = np.concatenate([self.xlo[:1], self.xhi])
+        pos, vert = self._entries(self.pspan, nv)
         lens = self.pspan[:nv, 1] - self.pspan[:nv, 0]
-        pos = (np.repeat(self.pspan[:nv, 0] - np.cumsum(lens) + lens, lens)
-               + np.arange(lens.sum()))
         pptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
         return DualState(xptr, self.c[:nv].copy(), self.beta[:nv].copy(), pptr,
                          self.pids[pos], self.pvals[pos], key)
@@ -1179,8 +1193,10 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
     * The certificate: the primal objective (the losses by the oracle,
       values only) is evaluated at the iterate and at its weighted average
       (step ``t`` weighted ``t``) -- at the average only while it was the
-      better point at one of the last two certificates (on CoNLL-2000 it
-      never is, and each evaluation costs an oracle pass); the best primal
+      better point at one of the last two certificates; after that the
+      average is no longer kept (on CoNLL-2000 it is never the better one,
+      and it costs an oracle pass per certificate and a second write per
+      step); the best primal
       point met is kept and its gap is measured against the best dual value
       met (the average's dual value costs nothing).  The run stops when
       that relative gap is at most ``tol``.  A certificate costs as much
@@ -1244,7 +1260,6 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
     lam = float(alpha)
     rng = np.random.RandomState(random_state)
     n = problem.n_samples
-    sizes = np.asarray(problem.part_sizes(), dtype=np.int64)
     warm = (state is not None and key is not None and state.key == key
             and state.n_samples == n)
     pool = _Pool(problem, state if warm else None)
@@ -1278,7 +1293,7 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
         gaps = np.empty(len(ex))
         d_ell = np.empty(len(ex))
         working_set_steps(z, avg, ex, *pool.arrays(), lam, float(n), steps, int(max_inner),
-                          gaps, d_ell)
+                          gaps, d_ell, avg_useful > 0)
         ell_path = ell_tot + np.cumsum(d_ell)
         t = steps + 1 + np.arange(len(ex))
         ell_wsum += float(t @ ell_path)
@@ -1298,8 +1313,7 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
         for idx in batches:
             vals, theta, G = problem.pieces(z, idx)
             G = np.asarray(G, dtype=np.float64)
-            pool.add(idx, vals, np.asarray(theta, dtype=np.float64), G, sizes,
-                     problem.block_entries(idx, G))
+            pool.add(idx, vals, np.asarray(theta, dtype=np.float64), G)
             est_loss += float(np.sum(vals))
             gaps = steps_over(np.asarray(idx, dtype=np.int64))
             est_gap += float(gaps.sum())
@@ -1317,19 +1331,19 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
                       f"({time.perf_counter() - t0:.1f}s)")
             continue
         # certificate: primal at the iterate and at its weighted average
-        T = 0.5 * steps * (steps + 1)
-        z_avg = z - avg / T
         dual = -0.5 * lam * float(z @ z) + ell_tot
-        dual_avg = -0.5 * lam * float(z_avg @ z_avg) + ell_wsum / T
         p_cur = primal(z)
-        # the average's primal value, while it has been the better point
-        # at one of the last two certificates (it rarely is on the large
-        # tasks, and each evaluation costs an oracle pass)
-        p_avg = primal(z_avg) if avg_useful > 0 else np.inf
-        if p_avg <= p_cur:
-            avg_useful = 2
-        else:
-            avg_useful -= 1
+        # the average, while it has been the better point at one of the
+        # last two certificates: on the large tasks it rarely is, and both
+        # its evaluation (an oracle pass) and its upkeep (a second write per
+        # step) cost; once dropped it is not taken up again
+        p_avg, dual_avg = np.inf, -np.inf
+        if avg_useful > 0:
+            T = 0.5 * steps * (steps + 1)
+            z_avg = z - avg / T
+            dual_avg = -0.5 * lam * float(z_avg @ z_avg) + ell_wsum / T
+            p_avg = primal(z_avg)
+            avg_useful = 2 if p_avg <= p_cur else avg_useful - 1
         point = (p_avg, z_avg) if p_avg <= p_cur else (p_cur, z.copy())
         if exact:
             best = min(best, point, key=lambda bz: bz[0])

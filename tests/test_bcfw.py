@@ -258,6 +258,21 @@ def _check_block_entries(problem, rng):
         np.testing.assert_allclose(got, want, atol=1e-10)
 
 
+def _check_part_columns(problem, rng):
+    # part_columns(rep, parts): the column of A_i of each part, as entries
+    n = problem.n_samples
+    rep = rng.choice(n, 6)
+    sizes = problem.part_sizes()
+    parts = np.array([rng.randint(sizes[i]) for i in rep])
+    parts[-1] = sizes[rep[-1]] - 1            # a transition-type part of a chain
+    cols, vals, ptr = problem.part_columns(rep, parts)
+    assert len(ptr) == len(rep) + 1
+    for k, (i, p) in enumerate(zip(rep, parts)):
+        got = np.zeros(problem.n_params)
+        np.add.at(got, cols[ptr[k]:ptr[k + 1]], vals[ptr[k]:ptr[k + 1]])
+        np.testing.assert_allclose(got, _explicit_map(problem, [i])[p], atol=1e-12)
+
+
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("binary", [True, False])
 def test_block_entries_of_the_chain_problem(fit_intercept, binary):
@@ -274,6 +289,11 @@ def test_block_entries_of_the_chain_problem(fit_intercept, binary):
     problem = ChainProblem(tokens, off, y_int, len(classes), sup_ptr, sup_label, loss,
                            fit_intercept)
     _check_block_entries(problem, np.random.RandomState(0))
+    _check_part_columns(problem, np.random.RandomState(0))
+    frozen = ChainProblem(tokens, off, y_int, len(classes), sup_ptr, sup_label, loss,
+                          fit_intercept, transitions=False)
+    cols, vals, _ = frozen.part_columns(np.array([0]), np.array([frozen.part_sizes()[0] - 1]))
+    assert len(cols) == 1 and vals[0] == 0.0   # the held-at-zero end weight
 
 
 def test_block_entries_of_the_parser_problem():
@@ -301,6 +321,17 @@ def test_block_entries_of_the_parser_problem():
             got = v[c == k].sum()
             assert got == pytest.approx(col[off[j]:off[j + 1]] @ D[off[j]:off[j + 1]],
                                         abs=1e-10)
+    # part_columns: an arc's column is its features
+    parts = np.array([rng.randint(problem.part_sizes()[i]) for i in idx])
+    pc, pv, pp = problem.part_columns(idx, parts)
+    for j, (i, p) in enumerate(zip(idx, parts)):
+        feats = pc[pp[j]:pp[j + 1]]
+        np.testing.assert_array_equal(pv[pp[j]:pp[j + 1]], 1.0)
+        assert len(feats) > 0
+        for k in np.union1d(keep, feats):
+            e = np.zeros(problem.n_params)
+            e[k] = 1.0
+            assert problem.pieces(e, [i])[1][p] == pytest.approx(np.sum(feats == k))
 
 
 @pytest.mark.parametrize("sparse", [False, True])
@@ -500,21 +531,24 @@ def test_one_pairwise_step_is_the_exact_line_search():
     for c in (0.05, 0.4, 5.0):
         z0 = rng.randn(5)
         g = rng.randn(5)
-        cols = np.concatenate([np.arange(5), [2]])   # a duplicate entry
-        vals = np.concatenate([g, [0.0]])
-        espan = np.array([[0, 0], [0, 6]])
+        # the vertex's slope g = A^T a with a = (1, 1) on two parts whose
+        # columns of A are g[:3] (plus a zero duplicate) and g[3:]; the
+        # example's part list holds them in the order (part 7, part 2)
+        qcols = np.array([3, 4, 0, 1, 2, 2])
+        qvals = np.concatenate([g[3:], g[:3], [0.0]])
+        qe = np.array([[0, 2], [2, 6]])
+        pspan = np.array([[0, 0], [0, 2]])
+        ploc = np.array([1, 0])
+        pvals = np.array([1.0, 1.0])
         z, avg = z0.copy(), np.zeros(5)
         beta = np.array([1.0, 0.0])
         gaps, d_ell = np.empty(1), np.empty(1)
         # one example: the zero piece as vertex 0 of its working set, the
-        # new vertex as its oracle's (``extra``); its column list is the
-        # coordinates in reverse, so local index k is coordinate 4 - k
-        ucols = np.arange(5)[::-1].copy()
-        loc = 4 - cols
+        # new vertex as its oracle's (``extra``)
         working_set_steps(z, avg, np.array([0]), np.array([0]), np.array([1]), np.array([1]),
                           np.array([False]), np.zeros(4), np.array([0, 4]), np.array([2]),
-                          np.array([[0, 5]]), ucols, loc, vals, espan, np.array([0.0, c]),
-                          beta, lam, n, 0, 1, gaps, d_ell)
+                          np.array([[0, 2]]), qe, qcols, qvals, pspan, ploc, pvals,
+                          np.array([0.0, c]), beta, np.zeros(5), lam, n, 0, 1, gaps, d_ell)
         gamma = min(1.0, max(0.0, lam * n * (c + g @ z0) / (g @ g)))
         assert beta[1] == pytest.approx(gamma, rel=1e-12)
         np.testing.assert_allclose(z, z0 - gamma / (lam * n) * g, rtol=1e-12)
@@ -576,51 +610,58 @@ def test_approximate_slack_gap_is_not_a_clamped_negative_on_real_data():
     assert approx.objective_ * (1.0 - approx.duality_gap_) <= exact.objective_
 
 
-def test_the_pools_gram_matrices_and_column_lists_stay_those_of_its_working_sets(
+def test_the_pools_gram_matrices_and_part_lists_stay_those_of_its_working_sets(
         monkeypatch):
     # The Gram matrices persist between visits and are remapped when
-    # vertices leave; the vertices' entries are kept on per-example column
+    # vertices leave; the vertices' parts are kept on per-example part
     # lists that move when they grow and are rebuilt when the arrays are
     # rewritten.  After every epoch the Gram matrices must equal those
-    # recomputed from the working sets, and every vertex's entries, mapped
-    # through its example's column list, the entries it came with.
+    # recomputed from the working sets, every vertex's parts, mapped
+    # through its example's list, its own, and the listed columns of A the
+    # problem's.
     import structlearn.solvers as S
     from structlearn.kernels.dual import gram_blocks
 
-    checked, rewritten, born = [], [], {}
+    checked, rewritten = [], []
     add, compact = S._Pool.add, S._Pool.compact
 
-    def recording_add(self, idx, loss_vals, theta, G, sizes, entries):
+    def recording_add(self, idx, loss_vals, theta, G):
         nv0 = int(self.top[0])
-        add(self, idx, loss_vals, theta, G, sizes, entries)
-        ncols, nvals, nptr = entries
-        for j, i in enumerate(idx):
+        add(self, idx, loss_vals, theta, G)
+        for i in idx:
             v = self.extra[i]
             if v >= 0:
                 assert nv0 <= v < self.top[0]
-                ids = self.pids[self.pspan[v, 0]:self.pspan[v, 1]]
-                born[(int(i), ids.tobytes())] = (ncols[nptr[j]:nptr[j + 1]].copy(),
-                                                 nvals[nptr[j]:nptr[j + 1]].copy())
 
     def checking_compact(self):
         xptr = compact(self)
-        fresh, kptr, kdim = gram_blocks(xptr, self.uspan, self.loc, self.evals, self.espan)
+        fresh, kptr, kdim = gram_blocks(xptr, self.qspan, self.qe, self.qcols, self.qvals,
+                                        self.pspan, self.ploc, self.pvals, self.acc)
         np.testing.assert_array_equal(kptr, self.kptr)
         for i in range(len(xptr) - 1):
             m, D = xptr[i + 1] - xptr[i], kdim[i]
             K_live = self.kpool[kptr[i]:kptr[i + 1]].reshape(D, D)[:m, :m]
             K_new = fresh[kptr[i]:kptr[i + 1]].reshape(D, D)[:m, :m]
             np.testing.assert_allclose(K_live, K_new, rtol=1e-12, atol=1e-12)
-            u0 = self.uspan[i, 0]
+        # every vertex's parts, through its example's list, are its own, and
+        # each listed part's column is the problem's
+        sample = range(0, len(xptr) - 1, 7)
+        for i in sample:
+            q0, q1 = self.qspan[i]
             for v in range(xptr[i] + 1, xptr[i + 1]):
-                e0, e1 = self.espan[v]
-                ids = self.pids[self.pspan[v, 0]:self.pspan[v, 1]]
-                cols, vals = born[(i, ids.tobytes())]
-                np.testing.assert_array_equal(self.ucols[u0 + self.loc[e0:e1]], cols)
-                np.testing.assert_array_equal(self.evals[e0:e1], vals)
+                k0, k1 = self.pspan[v]
+                np.testing.assert_array_equal(self.qpart[q0 + self.ploc[k0:k1]],
+                                              self.pids[k0:k1])
+            cols, vals, ptr = self._columns(np.full(q1 - q0, i), self.qpart[q0:q1])
+            for q in range(q0, q1):
+                e0, e1 = self.qe[q]
+                np.testing.assert_array_equal(self.qcols[e0:e1],
+                                              cols[ptr[q - q0]:ptr[q - q0 + 1]])
+                np.testing.assert_array_equal(self.qvals[e0:e1],
+                                              vals[ptr[q - q0]:ptr[q - q0 + 1]])
         checked.append(int(xptr[-1] - (len(xptr) - 1)))  # vertices beyond the zero pieces
-        live = self.espan[:xptr[-1], 1] - self.espan[:xptr[-1], 0]
-        rewritten.append(int(self.top[2]) == int(live.sum()))
+        live = self.pspan[:xptr[-1], 1] - self.pspan[:xptr[-1], 0]
+        rewritten.append(int(self.top[1]) == int(live.sum()))
         return xptr
 
     monkeypatch.setattr(S._Pool, "add", recording_add)

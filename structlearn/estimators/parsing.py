@@ -198,6 +198,19 @@ class ParserProblem:
             ptr.append(ptr[-1] + len(cc))
         return np.concatenate(cols), np.concatenate(vals), np.asarray(ptr, dtype=np.int64)
 
+    def part_columns(self, rep, parts):
+        """Per ``k``, the column of ``A_i`` of arc ``parts[k]`` (an index
+        into the arc-score block) of sentence ``rep[k]``: its features;
+        ``(cols, vals, ptr)``."""
+        cols, ptr = [], [0]
+        for i, p in zip(np.asarray(rep, dtype=np.int64), np.asarray(parts, dtype=np.int64)):
+            c, lo, _ = self.cache.locate(int(i))
+            indptr, ids = self.cache.chunks[c]
+            cols.append(ids[indptr[lo + p]:indptr[lo + p + 1]])
+            ptr.append(ptr[-1] + len(cols[-1]))
+        cols = np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64)
+        return cols, np.ones(len(cols)), np.asarray(ptr, dtype=np.int64)
+
     def _batch_losses(self, v, idx, scale, with_scores=False):
         """Losses and score gradients ``G`` of the sentences ``idx`` at
         ``z = scale * v``; ``parts`` locates their arcs in the cache (and,

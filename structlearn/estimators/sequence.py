@@ -11,7 +11,7 @@ from .._validation import check_row_norms, check_solution, describe
 from ..feature_extraction import TokenVectorizer, _Encoded, _where
 from ..kernels.linear import (
     chain_assemble_scores,
-    chain_block_entries,
+    chain_block_entries, chain_part_columns,
     chain_crf_value_grad,
     chain_reduce_grad,
     observed_support,
@@ -349,6 +349,20 @@ class ChainProblem:
             tk.indptr, tk.nz_start, tk.nz_len, tk.data, self.sup_label,
             np.ascontiguousarray(D), self.tok_off[idx], part_off, self.K, self.n_support,
             self.fit_intercept)
+        if self.frozen.stop > self.frozen.start:
+            vals[(cols >= self.frozen.start) & (cols < self.frozen.stop)] = 0.0
+        return cols, vals, ptr
+
+    def part_columns(self, rep, parts):
+        """Per ``k``, the column of ``A_i`` of part ``parts[k]`` (an index
+        into the flat score block) of sequence ``rep[k]``: the entries of
+        ``A_i^T e_p``; ``(cols, vals, ptr)``."""
+        rep = np.asarray(rep, dtype=np.int64)
+        tk = self.tokens
+        cols, vals, ptr = chain_part_columns(
+            tk.indptr, tk.nz_start, tk.nz_len, tk.data, self.sup_label, self.tok_off[rep],
+            np.diff(self.tok_off)[rep], np.asarray(parts, dtype=np.int64), self.K,
+            self.n_support, self.fit_intercept)
         if self.frozen.stop > self.frozen.start:
             vals[(cols >= self.frozen.start) & (cols < self.frozen.stop)] = 0.0
         return cols, vals, ptr

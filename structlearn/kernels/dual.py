@@ -2,29 +2,30 @@
 
 :func:`structlearn.solvers.bcfw` keeps, for every training example ``i``, a
 working set of vertices of its block of the dual of ``min_z lam/2 ||z||^2 +
-1/n sum_i loss_i(A_i z)``.  A vertex's slope lies in the span of the
-example's own features, ``A_i^T a_v`` with ``a_v`` in part space, so it is
-given here as the *entries* ``(cols, vals)`` of ``A_i^T a_v`` (duplicates
-allowed), and a step touches only those coordinates of ``z``.
+1/n sum_i loss_i(A_i z)``.  A vertex's slope is ``A_i^T a_v`` with ``a_v``
+sparse in part space (a violator differs from the truth on a few parts).
 
-The working sets live in flat arrays (a *pool*).  Vertex ``v`` has the
-offset ``c[v]``, the weight ``beta[v]``, its part-space slope at
-``pspan[v, 0]:pspan[v, 1]`` of ``(pids, pvals)`` (indices into the
-example's score block) and its weight-space slope at ``espan[v,
-0]:espan[v, 1]`` of ``(eloc, evals)``, whose indices are *local*: they
-point into the example's column list ``ucols[uspan[i, 0]:uspan[i, 1]]``,
-the union of the weight coordinates its vertices touch.  The vertices of
-an example share most of their coordinates (on 2,000 CoNLL-2000 sentences
-after 40 epochs the union is 6.5 times smaller than the entries), so a
-visit reads ``z`` once per coordinate of the union and works on a small
-local copy.  Example ``i`` owns the vertices ``xlo[i]:xhi[i]`` (the first
-of them the ground truth's zero piece) and, during an epoch, the vertex
-``extra[i]`` its oracle found (``-1``: none new), appended at the end of
-the pool; :func:`compact_pool` rewrites the vertices by example at the end
-of an epoch without those of weight zero (their entries and column lists
-stay where they are until the unused ones are more than half of the
-arrays).  Each example's Gram matrix of its vertices' slopes is kept too
-(``kpool``; see :func:`working_set_steps`).
+The working sets live in flat arrays (a *pool*).  Example ``i`` owns a
+list of *parts*, the union of the parts its vertices touch: the slots
+``qspan[i, 0]:qspan[i, 1]``, slot ``q`` holding the part's index
+``qpart[q]`` in the example's score block and its column of ``A_i``, the
+entries ``qe[q, 0]:qe[q, 1]`` of ``(qcols, qvals)`` (coordinates of ``z``).
+Vertex ``v`` has the offset ``c[v]``, the weight ``beta[v]`` and its slope
+``a_v`` as the entries ``pspan[v, 0]:pspan[v, 1]`` of ``(pids, pvals)``
+(part indices in the score block) with ``ploc`` the same parts' positions
+in the example's list.  A visit computes the scores of the example's parts
+once (one read of ``z`` per entry of its list) and every vertex's value
+from them, so its cost does not grow with the number of vertices the way
+weight-space slopes would (on 2,000 CoNLL-2000 sentences after 40 epochs
+the vertices' weight-space entries are 6.5 times more than the
+coordinates they touch).  Example ``i`` owns the vertices ``xlo[i]:xhi[i]``
+(the first of them the ground truth's zero piece) and, during an epoch,
+the vertex ``extra[i]`` its oracle found (``-1``: none new), appended at
+the end of the pool.  :func:`compact_pool` rewrites the vertices by example
+at the end of an epoch without those of weight zero; part lists and
+entries stay where they are until the unused ones are more than half of
+their arrays.  Each example's Gram matrix of its vertices' slopes is kept
+too (``kpool``; see :func:`working_set_steps`).
 """
 
 import numpy as np
@@ -76,26 +77,6 @@ def _block_vertices(i, xlo, xhi, extra, vid):
 
 
 @njit(cache=True, nogil=True)
-def _gram_column(kpool, k0, D, col, vid, m, loc, vals, espan, dense):
-    """Fill row and column ``col`` of an example's Gram matrix (stored at
-    ``kpool[k0:]`` with leading dimension ``D``) of the slopes of the
-    vertices ``vid[:m]`` (local entries ``loc``); ``dense`` is a zero
-    scratch array of the size of the example's column list, returned so."""
-    v = vid[col]
-    for e in range(espan[v, 0], espan[v, 1]):
-        dense[loc[e]] += vals[e]
-    for b in range(m):
-        u = vid[b]
-        s = 0.0
-        for e in range(espan[u, 0], espan[u, 1]):
-            s += vals[e] * dense[loc[e]]
-        kpool[k0 + b * D + col] = s
-        kpool[k0 + col * D + b] = s
-    for e in range(espan[v, 0], espan[v, 1]):
-        dense[loc[e]] = 0.0
-
-
-@njit(cache=True, nogil=True)
 def _most(lo, hi):
     most = 1
     for i in range(len(lo)):
@@ -104,7 +85,49 @@ def _most(lo, hi):
 
 
 @njit(cache=True, nogil=True)
-def gram_blocks(xptr, uspan, loc, vals, espan):
+def _part_scores(x, q0, q1, qe, qcols, qvals, out):
+    """``out[q - q0] = <A_q, x>`` for the slots ``q0:q1``."""
+    for q in range(q0, q1):
+        s = 0.0
+        for e in range(qe[q, 0], qe[q, 1]):
+            s += qvals[e] * x[qcols[e]]
+        out[q - q0] = s
+
+
+@njit(cache=True, nogil=True)
+def _vertex_value(v, pspan, ploc, pvals, th):
+    s = 0.0
+    for k in range(pspan[v, 0], pspan[v, 1]):
+        s += pvals[k] * th[ploc[k]]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _gram_column(kpool, k0, D, col, vid, m, q0, q1, qe, qcols, qvals, pspan, ploc, pvals,
+                 acc, sq):
+    """Fill row and column ``col`` of an example's Gram matrix (stored at
+    ``kpool[k0:]`` with leading dimension ``D``) of the slopes of the
+    vertices ``vid[:m]``, whose parts are the slots ``q0:q1``: the slope of
+    vertex ``col`` is summed into ``acc`` (zeros, as long as ``z``; returned
+    so), its inner products with the parts' columns go to ``sq``."""
+    v = vid[col]
+    for k in range(pspan[v, 0], pspan[v, 1]):
+        q = q0 + ploc[k]
+        for e in range(qe[q, 0], qe[q, 1]):
+            acc[qcols[e]] += pvals[k] * qvals[e]
+    _part_scores(acc, q0, q1, qe, qcols, qvals, sq)
+    for b in range(m):
+        s = _vertex_value(vid[b], pspan, ploc, pvals, sq)
+        kpool[k0 + b * D + col] = s
+        kpool[k0 + col * D + b] = s
+    for k in range(pspan[v, 0], pspan[v, 1]):
+        q = q0 + ploc[k]
+        for e in range(qe[q, 0], qe[q, 1]):
+            acc[qcols[e]] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def gram_blocks(xptr, qspan, qe, qcols, qvals, pspan, ploc, pvals, acc):
     """Every example's Gram matrix of its vertices' slopes, with room for
     one more vertex: returns ``(kpool, kptr, kdim)``, example ``i``'s matrix
     at ``kpool[kptr[i]:]`` with leading dimension ``kdim[i]``."""
@@ -116,79 +139,80 @@ def gram_blocks(xptr, uspan, loc, vals, espan):
         kptr[i + 1] = kptr[i] + kdim[i] * kdim[i]
     kpool = np.zeros(kptr[n])
     vid = np.empty(_most(xptr[:-1], xptr[1:]) + 1, dtype=np.int64)
-    dense = np.zeros(_most(uspan[:n, 0], uspan[:n, 1]))
+    sq = np.empty(_most(qspan[:n, 0], qspan[:n, 1]))
     for i in range(n):
         m = xptr[i + 1] - xptr[i]
         for a in range(m):
             vid[a] = xptr[i] + a
         for col in range(m):
-            _gram_column(kpool, kptr[i], kdim[i], col, vid, m, loc, vals, espan, dense)
+            _gram_column(kpool, kptr[i], kdim[i], col, vid, m, qspan[i, 0], qspan[i, 1], qe,
+                         qcols, qvals, pspan, ploc, pvals, acc, sq)
     return kpool, kptr, kdim
 
 
 @njit(cache=True, nogil=True)
-def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, uspan, ucols,
-                      loc, vals, espan, c, beta, lam, n, step0, max_inner, gaps, d_ell):
+def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qspan, qe, qcols,
+                      qvals, pspan, ploc, pvals, c, beta, acc, lam, n, step0, max_inner, gaps,
+                      d_ell, track_avg=True):
     """Exact block steps over each block's working set, one block after another.
 
     Block ``j`` is example ``i = ex[j]``; its working set is the pool's
     vertices of that example (see the module docstring), vertex ``v`` with
     offset ``c[v]``, weight ``beta[v]`` (an example's weights sum to one)
-    and slope ``g_v = A_i^T a_v`` given as the local entries
-    ``espan[v, 0]:espan[v, 1]`` of ``(loc, vals)``.  With the other blocks
-    fixed, the dual restricted to the working set is the concave quadratic
+    and slope ``g_v = A_i^T a_v``.  With the other blocks fixed, the dual
+    restricted to the working set is the concave quadratic
 
         f(beta) = 1/n sum_v beta_v c_v - lam/2 ||w||^2,
         w = w_rest - 1/(lam n) sum_v beta_v g_v,
 
-    whose partial derivatives are ``h_v / n`` with ``h_v = c_v + <g_v, w>``
-    (the value of piece ``v`` at the current scores).  It is maximised by
-    pairwise steps (SMO): move weight from the worst weighted vertex to the
-    best one by the exact line search, until their values agree to 1e-12
-    or ``max_inner`` steps; ``h`` is kept current through the Gram matrix
-    of the block's slopes.  The Gram matrices persist between visits
+    whose partial derivatives are ``h_v / n`` with ``h_v = c_v + <a_v, A_i
+    w>`` (the value of piece ``v`` at the current scores, computed from the
+    scores of the example's parts).  It is maximised by pairwise steps
+    (SMO): move weight from the worst weighted vertex to the best one by
+    the exact line search, until their values agree to 1e-12 or
+    ``max_inner`` steps; ``h`` is kept current through the Gram matrix of
+    the block's slopes.  The Gram matrices persist between visits
     (``kpool``, laid out as by :func:`gram_blocks`): only the column of the
     oracle's new vertex is computed, at the example's first visit after the
     oracle found it (``kdone[i]`` then turns True).  ``z`` then moves by
-    ``-1/(lam n) sum_v dbeta_v g_v`` and ``avg`` takes the lazy weighted
-    average of the iterates (step ``t`` weighted ``t``, Lacoste-Julien et
-    al. 2013; block ``j`` is step ``t = step0 + j + 1``): with ``T_t = t (t
-    + 1) / 2``, a step that changes ``z`` by ``delta`` adds ``T_{t-1}
-    delta`` to ``avg``, so that ``sum_t t z_t = T_t z_t - avg``.
+    ``-1/(lam n) A_i^T sum_v dbeta_v a_v`` and ``avg`` takes the lazy
+    weighted average of the iterates (step ``t`` weighted ``t``,
+    Lacoste-Julien et al. 2013; block ``j`` is step ``t = step0 + j + 1``):
+    with ``T_t = t (t + 1) / 2``, a step that changes ``z`` by ``delta``
+    adds ``T_{t-1} delta`` to ``avg``, so that ``sum_t t z_t = T_t z_t -
+    avg`` (``track_avg`` False: ``avg`` is left alone).  ``acc`` is a zero
+    scratch array as long as ``z``, returned so.
 
     ``gaps[j]`` receives the block's Frank-Wolfe gap over its working set
     before the steps, ``sum_v beta_v (max h - h_v) / n``, and ``d_ell[j]``
     the change of its offset ``l_j = 1/n sum_v beta_v c_v``.
     """
     most = 1
-    most_u = 1
+    most_q = 1
     for j in range(len(ex)):
         i = ex[j]
         most = max(most, xhi[i] - xlo[i] + 1)
-        most_u = max(most_u, uspan[i, 1] - uspan[i, 0])
+        most_q = max(most_q, qspan[i, 1] - qspan[i, 0])
     vid = np.empty(most, dtype=np.int64)
     h = np.empty(most)
     old = np.empty(most)
     b_ = np.empty(most)
-    zl = np.empty(most_u)           # the example's coordinates of z
-    dz = np.zeros(most_u)           # and their change
+    th = np.empty(most_q)            # the scores of the example's parts
+    dm = np.zeros(most_q)            # the change of its m_i, in part space
     scale = lam * n
     for j in range(len(ex)):
         i = ex[j]
         m = _block_vertices(i, xlo, xhi, extra, vid)
         k0, D = kptr[i], kdim[i]
-        u0, U = uspan[i, 0], uspan[i, 1] - uspan[i, 0]
+        q0, q1 = qspan[i, 0], qspan[i, 1]
         if extra[i] >= 0 and not kdone[i]:
-            _gram_column(kpool, k0, D, m - 1, vid, m, loc, vals, espan, dz)
+            _gram_column(kpool, k0, D, m - 1, vid, m, q0, q1, qe, qcols, qvals, pspan, ploc,
+                         pvals, acc, th)
             kdone[i] = True
-        for k in range(U):
-            zl[k] = z[ucols[u0 + k]]
+        _part_scores(z, q0, q1, qe, qcols, qvals, th)
         for a in range(m):
             v = vid[a]
-            s = 0.0
-            for e in range(espan[v, 0], espan[v, 1]):
-                s += vals[e] * zl[loc[e]]
-            h[a] = c[v] + s
+            h[a] = c[v] + _vertex_value(v, pspan, ploc, pvals, th)
             old[a] = beta[v]
             b_[a] = beta[v]
         hmax = h[0]
@@ -237,57 +261,63 @@ def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, usp
                 v = vid[a]
                 beta[v] = b_[a]
                 coef = -db / scale
-                for e in range(espan[v, 0], espan[v, 1]):
-                    dz[loc[e]] += coef * vals[e]
+                for k in range(pspan[v, 0], pspan[v, 1]):
+                    dm[ploc[k]] += coef * pvals[k]
                 de += db * c[v] / n
         if moved:
-            for k in range(U):
-                delta = dz[k]
-                if delta != 0.0:
-                    col = ucols[u0 + k]
-                    z[col] += delta
-                    avg[col] += weight * delta
-                    dz[k] = 0.0
+            for q in range(q0, q1):
+                f = dm[q - q0]
+                if f != 0.0:
+                    if track_avg:
+                        for e in range(qe[q, 0], qe[q, 1]):
+                            delta = f * qvals[e]
+                            z[qcols[e]] += delta
+                            avg[qcols[e]] += weight * delta
+                    else:
+                        for e in range(qe[q, 0], qe[q, 1]):
+                            z[qcols[e]] += f * qvals[e]
+                    dm[q - q0] = 0.0
         d_ell[j] = de
 
 
 @njit(cache=True, nogil=True)
-def _same_slope(pids, pvals, p0, p1, ids, vs, q0, q1):
+def _same_slope(pids, pvals, p0, p1, q0, q1):
     if p1 - p0 != q1 - q0:
         return False
     for k in range(p1 - p0):
-        if pids[p0 + k] != ids[q0 + k] or pvals[p0 + k] != vs[q0 + k]:
+        if pids[p0 + k] != pids[q0 + k] or pvals[p0 + k] != pvals[q0 + k]:
             return False
     return True
 
 
 @njit(cache=True, nogil=True)
-def add_oracle_vertices(ex, loss_vals, theta, G, boff, ncols, nvals, nptr, xlo, xhi, extra,
-                        c, beta, pspan, pids, pvals, espan, loc, evals, uspan, ucols, where,
-                        top):
+def add_oracle_vertices(ex, loss_vals, theta, G, boff, xlo, xhi, extra, c, beta, pspan, pids,
+                        pvals, qspan, qpart, pwhere, top):
     """Append each example's oracle vertex to the pool, unless its working
-    set holds it already.
+    set holds it already; returns ``(rep, parts)``, the parts these
+    vertices touch that are not yet on their examples' lists (example
+    ``rep[k]``, part ``parts[k]``), whose columns :func:`add_parts` then
+    stores.
 
     Example ``ex[j]`` had the loss ``loss_vals[j]`` at the scores
     ``theta[boff[j]:boff[j+1]]``, where the maximising piece's slope in part
-    space is ``G`` (same layout) and in weight space the entries
-    ``nptr[j]:nptr[j+1]`` of ``(ncols, nvals)`` (global coordinates); its
-    offset is the value minus ``<theta, G>``.  Coordinates new to the
-    example extend its column list, which moves to the end of ``ucols``.
-    ``top`` holds the pool's used sizes (vertices, part entries, weight
-    entries, column-list entries); the pool arrays must have room for
-    ``len(ex)`` more vertices, the nonzeros of ``G``, ``len(ncols)`` entries
-    and, in ``ucols``, the examples' column lists plus ``len(ncols)``.
-    ``where`` (as long as ``z``, all ``-1``) is scratch, returned so.
+    space is ``G`` (same layout); its offset is the value minus ``<theta,
+    G>``.  ``top`` holds the pool's used sizes (vertices, vertex entries,
+    part slots, part entries); the vertex arrays must have room for
+    ``len(ex)`` more vertices and the nonzeros of ``G``.  ``pwhere`` (as
+    long as the largest score block, all ``-1``) is scratch, returned so.
 
     A vertex is the one held already when its part-space slope is the same
     and its offset agrees to a relative 1e-9 (the offset is recomputed at
     other scores each time, so it carries their rounding)."""
-    nv, npe, nwe, nu = top[0], top[1], top[2], top[3]
+    nv, npe = top[0], top[1]
+    rep = np.empty(len(G), dtype=np.int64)
+    parts = np.empty(len(rep), dtype=np.int64)
+    nn = 0
     for j in range(len(ex)):
         i = ex[j]
         extra[i] = -1
-        q0 = npe
+        k0 = npe
         s = 0.0
         for r in range(boff[j], boff[j + 1]):
             g = G[r]
@@ -300,75 +330,75 @@ def add_oracle_vertices(ex, loss_vals, theta, G, boff, ncols, nvals, nptr, xlo, 
         dup = False
         for v in range(xlo[i], xhi[i]):
             if abs(c[v] - cv) <= 1e-9 * max(1.0, abs(cv)) and _same_slope(
-                    pids, pvals, pspan[v, 0], pspan[v, 1], pids, pvals, q0, npe):
+                    pids, pvals, pspan[v, 0], pspan[v, 1], k0, npe):
                 dup = True
                 break
         if dup:
-            npe = q0
+            npe = k0
             continue
         c[nv] = cv
         beta[nv] = 0.0
-        pspan[nv, 0], pspan[nv, 1] = q0, npe
-        # local coordinates: the example's list, extended at the end of ucols
-        u0, u1 = uspan[i, 0], uspan[i, 1]
-        for k in range(u1 - u0):
-            where[ucols[u0 + k]] = k
-        U = u1 - u0
-        grows = False
-        for e in range(nptr[j], nptr[j + 1]):
-            if where[ncols[e]] < 0:
-                grows = True
-                break
-        if grows:
-            for k in range(U):
-                ucols[nu + k] = ucols[u0 + k]
-            uspan[i, 0] = nu
-            u0 = nu
-        espan[nv, 0] = nwe
-        for e in range(nptr[j], nptr[j + 1]):
-            col = ncols[e]
-            if where[col] < 0:
-                where[col] = U
-                ucols[u0 + U] = col
-                U += 1
-            loc[nwe] = where[col]
-            evals[nwe] = nvals[e]
-            nwe += 1
-        espan[nv, 1] = nwe
-        uspan[i, 1] = u0 + U
-        if grows:
-            nu = u0 + U
-        for k in range(U):
-            where[ucols[u0 + k]] = -1
+        pspan[nv, 0], pspan[nv, 1] = k0, npe
+        for q in range(qspan[i, 0], qspan[i, 1]):
+            pwhere[qpart[q]] = 1
+        for k in range(k0, npe):
+            if pwhere[pids[k]] < 0:
+                pwhere[pids[k]] = 1
+                rep[nn], parts[nn] = i, pids[k]
+                nn += 1
+        for q in range(qspan[i, 0], qspan[i, 1]):
+            pwhere[qpart[q]] = -1
+        for k in range(k0, npe):
+            pwhere[pids[k]] = -1
         extra[i] = nv
         nv += 1
-    top[0], top[1], top[2], top[3] = nv, npe, nwe, nu
+    top[0], top[1] = nv, npe
+    return rep[:nn], parts[:nn]
 
 
 @njit(cache=True, nogil=True)
-def localize(xptr, espan, cols, where):
-    """Column lists and local entries for vertices given with global
-    coordinates (example ``i``'s vertices ``xptr[i]:xptr[i+1]``, entries
-    ``espan``); returns ``(uspan, ucols, loc)``."""
-    n = len(xptr) - 1
-    uspan = np.zeros((n, 2), dtype=np.int64)
-    ucols = np.empty(len(cols), dtype=np.int64)
-    loc = np.empty(len(cols), dtype=np.int64)
-    nu = 0
-    for i in range(n):
-        uspan[i, 0] = nu
-        for v in range(xptr[i], xptr[i + 1]):
-            for e in range(espan[v, 0], espan[v, 1]):
-                col = cols[e]
-                if where[col] < 0:
-                    where[col] = nu - uspan[i, 0]
-                    ucols[nu] = col
-                    nu += 1
-                loc[e] = where[col]
-        uspan[i, 1] = nu
-        for k in range(uspan[i, 0], nu):
-            where[ucols[k]] = -1
-    return uspan, ucols[:nu], loc
+def add_parts(ex, rep, parts, ncols, nvals, nptr, extra, pspan, pids, ploc, qspan, qpart, qe,
+              qcols, qvals, pwhere, top):
+    """Store the new parts of :func:`add_oracle_vertices` (part ``parts[k]``
+    of example ``rep[k]``, its column of ``A`` the entries
+    ``nptr[k]:nptr[k+1]`` of ``(ncols, nvals)``; grouped by example in the
+    order of ``ex``) on their examples' lists, which move to the end of the
+    slot arrays, and set the positions ``ploc`` of the examples' new
+    vertices.  The slot and entry arrays must have room for the lists of
+    the examples ``ex`` plus ``len(parts)`` slots and ``len(ncols)``
+    entries."""
+    nq, nqe = top[2], top[3]
+    k = 0
+    for j in range(len(ex)):
+        i = ex[j]
+        v = extra[i]
+        if v < 0:
+            continue
+        q0, q1 = qspan[i, 0], qspan[i, 1]
+        if k < len(rep) and rep[k] == i:        # the list grows: move it
+            for q in range(q0, q1):
+                qpart[nq + q - q0] = qpart[q]
+                qe[nq + q - q0, 0], qe[nq + q - q0, 1] = qe[q, 0], qe[q, 1]
+            q1 = nq + q1 - q0
+            q0 = nq
+            while k < len(rep) and rep[k] == i:
+                qpart[q1] = parts[k]
+                qe[q1, 0] = nqe
+                for e in range(nptr[k], nptr[k + 1]):
+                    qcols[nqe], qvals[nqe] = ncols[e], nvals[e]
+                    nqe += 1
+                qe[q1, 1] = nqe
+                q1 += 1
+                k += 1
+            qspan[i, 0], qspan[i, 1] = q0, q1
+            nq = q1
+        for q in range(q0, q1):
+            pwhere[qpart[q]] = q - q0
+        for r in range(pspan[v, 0], pspan[v, 1]):
+            ploc[r] = pwhere[pids[r]]
+        for q in range(q0, q1):
+            pwhere[qpart[q]] = -1
+    top[2], top[3] = nq, nqe
 
 
 @njit(cache=True, nogil=True)
@@ -382,30 +412,21 @@ def _kept(i, k, xlo, xhi, extra, beta):
 
 
 @njit(cache=True, nogil=True)
-def _move(span, ids, vals, ids2, vals2, o):
-    """Copy a vertex's entries to ``o`` of the new arrays; returns the end."""
-    for e in range(span[0], span[1]):
-        ids2[o], vals2[o] = ids[e], vals[e]
-        o += 1
-    return o
-
-
-@njit(cache=True, nogil=True)
-def compact_pool(xlo, xhi, extra, c, beta, pspan, pids, pvals, espan, loc, evals, uspan,
-                 ucols, kpool, kptr, kdim, top, spare, where, slack):
+def compact_pool(xlo, xhi, extra, c, beta, pspan, pids, pvals, ploc, qspan, qpart, qe, qcols,
+                 qvals, kpool, kptr, kdim, top, spare, pwhere, slack):
     """The pool's vertices rewritten example by example, each example's zero
     piece first, without the other vertices of weight zero, the Gram
-    matrices with them; returns ``(xptr, c, beta, pspan, pids, pvals,
-    espan, loc, evals, uspan, ucols, kpool, kptr, kdim)`` with example
-    ``i`` at ``xptr[i]:xptr[i+1]``, the vertex arrays with room for
-    ``spare`` more.  The entries and column lists stay in their arrays (the
-    same objects are returned) unless more than half of an array (plus
-    ``slack`` entries) is unused: then all are rewritten, the column lists
-    rebuilt from the vertices that stay, with room for as many again plus
-    ``slack``.  ``top`` is updated; ``where`` is
-    scratch as in :func:`add_oracle_vertices`."""
+    matrices with them; returns ``(xptr, c, beta, pspan, pids, pvals, ploc,
+    qspan, qpart, qe, qcols, qvals, kpool, kptr, kdim)`` with example ``i``
+    at ``xptr[i]:xptr[i+1]``, the vertex arrays with room for ``spare``
+    more.  The vertex entries, part lists and their entries stay in their
+    arrays (the same objects are returned) unless more than half of an
+    array (plus ``slack``) is unused: then all are rewritten, each part
+    list reduced to the parts of the vertices that stay, with room for as
+    many again plus ``slack``.  ``top`` is updated; ``pwhere`` is scratch
+    as in :func:`add_oracle_vertices`."""
     n = len(xlo)
-    nv = npe = nwe = nk = nu = 0
+    nv = npe = nk = nq = nqe = 0
     for i in range(n):
         mi = 0
         for k in range(xhi[i] - xlo[i] + 1):
@@ -414,33 +435,36 @@ def compact_pool(xlo, xhi, extra, c, beta, pspan, pids, pvals, espan, loc, evals
                 continue
             mi += 1
             npe += pspan[v, 1] - pspan[v, 0]
-            nwe += espan[v, 1] - espan[v, 0]
         nv += mi
         nk += (mi + 1) * (mi + 1)
-        nu += uspan[i, 1] - uspan[i, 0]
-    move = (top[2] > 2 * nwe + slack or top[1] > 2 * npe + slack
-            or top[3] > 2 * nu + slack)
+        nq += qspan[i, 1] - qspan[i, 0]
+        for q in range(qspan[i, 0], qspan[i, 1]):
+            nqe += qe[q, 1] - qe[q, 0]
+    move = (top[1] > 2 * npe + slack or top[2] > 2 * nq + slack or top[3] > 2 * nqe + slack)
     xptr = np.zeros(n + 1, dtype=np.int64)
     c2, b2 = np.empty(nv + spare), np.empty(nv + spare)
     pspan2 = np.zeros((nv + spare, 2), dtype=np.int64)
-    espan2 = np.zeros((nv + spare, 2), dtype=np.int64)
     if move:
-        pids2, pvals2 = np.empty(2 * npe + slack, dtype=np.int64), np.empty(2 * npe + slack)
-        loc2, evals2 = np.empty(2 * nwe + slack, dtype=np.int64), np.empty(2 * nwe + slack)
-        uspan2 = np.zeros((n, 2), dtype=np.int64)
-        ucols2 = np.empty(2 * nu + slack, dtype=np.int64)
+        pids2 = np.empty(2 * npe + slack, dtype=np.int64)
+        pvals2 = np.empty(2 * npe + slack)
+        ploc2 = np.empty(2 * npe + slack, dtype=np.int64)
+        qspan2 = np.zeros((n, 2), dtype=np.int64)
+        qpart2 = np.empty(2 * nq + slack, dtype=np.int64)
+        qe2 = np.zeros((2 * nq + slack, 2), dtype=np.int64)
+        qcols2 = np.empty(2 * nqe + slack, dtype=np.int64)
+        qvals2 = np.empty(2 * nqe + slack)
     else:
-        pids2, pvals2, loc2, evals2 = pids, pvals, loc, evals
-        uspan2, ucols2 = uspan, ucols
+        pids2, pvals2, ploc2 = pids, pvals, ploc
+        qspan2, qpart2, qe2, qcols2, qvals2 = qspan, qpart, qe, qcols, qvals
     kpool2 = np.zeros(nk)
     kptr2 = np.zeros(n + 1, dtype=np.int64)
     kdim2 = np.empty(n, dtype=np.int64)
     lk = np.empty(_most(xlo, xhi) + 1, dtype=np.int64)
-    u = p = w = q = 0
+    u = p = w = r = 0
     for i in range(n):
         mi = 0
         if move:
-            uspan2[i, 0] = q
+            qspan2[i, 0] = w
         for k in range(xhi[i] - xlo[i] + 1):
             v = _kept(i, k, xlo, xhi, extra, beta)
             if v < 0:
@@ -450,26 +474,28 @@ def compact_pool(xlo, xhi, extra, c, beta, pspan, pids, pvals, espan, loc, evals
             c2[u], b2[u] = c[v], beta[v]
             if move:
                 pspan2[u, 0] = p
-                p = _move(pspan[v], pids, pvals, pids2, pvals2, p)
+                for e in range(pspan[v, 0], pspan[v, 1]):
+                    q = qspan[i, 0] + ploc[e]      # the part's old slot
+                    part = qpart[q]
+                    if pwhere[part] < 0:            # first use: copy the part
+                        pwhere[part] = w - qspan2[i, 0]
+                        qpart2[w] = part
+                        qe2[w, 0] = r
+                        for f in range(qe[q, 0], qe[q, 1]):
+                            qcols2[r], qvals2[r] = qcols[f], qvals[f]
+                            r += 1
+                        qe2[w, 1] = r
+                        w += 1
+                    pids2[p], pvals2[p], ploc2[p] = pids[e], pvals[e], pwhere[part]
+                    p += 1
                 pspan2[u, 1] = p
-                espan2[u, 0] = w
-                for e in range(espan[v, 0], espan[v, 1]):
-                    col = ucols[uspan[i, 0] + loc[e]]
-                    if where[col] < 0:
-                        where[col] = q - uspan2[i, 0]
-                        ucols2[q] = col
-                        q += 1
-                    loc2[w], evals2[w] = where[col], evals[e]
-                    w += 1
-                espan2[u, 1] = w
             else:
                 pspan2[u, 0], pspan2[u, 1] = pspan[v, 0], pspan[v, 1]
-                espan2[u, 0], espan2[u, 1] = espan[v, 0], espan[v, 1]
             u += 1
         if move:
-            uspan2[i, 1] = q
-            for r in range(uspan2[i, 0], q):
-                where[ucols2[r]] = -1
+            qspan2[i, 1] = w
+            for q in range(qspan2[i, 0], w):
+                pwhere[qpart2[q]] = -1
         xptr[i + 1] = u
         D2 = mi + 1
         kdim2[i] = D2
@@ -480,24 +506,46 @@ def compact_pool(xlo, xhi, extra, c, beta, pspan, pids, pvals, espan, loc, evals
                 kpool2[kptr2[i] + a * D2 + b] = kpool[k0 + lk[a] * D + lk[b]]
     top[0] = nv
     if move:
-        top[1], top[2], top[3] = p, w, q
-    return (xptr, c2, b2, pspan2, pids2, pvals2, espan2, loc2, evals2, uspan2, ucols2,
+        top[1], top[2], top[3] = p, w, r
+    return (xptr, c2, b2, pspan2, pids2, pvals2, ploc2, qspan2, qpart2, qe2, qcols2, qvals2,
             kpool2, kptr2, kdim2)
 
 
 @njit(cache=True, nogil=True)
-def working_set_values(xptr, c, espan, loc, evals, uspan, ucols, x):
+def working_set_values(xptr, c, pspan, ploc, pvals, qspan, qe, qcols, qvals, x):
     """Per example, the largest value at ``x`` of the pieces of its
-    (compacted) working set: ``max_v c_v + <g_v, x>``."""
+    (compacted) working set: ``max_v c_v + <a_v, A_i x>``."""
     n = len(xptr) - 1
     out = np.empty(n)
+    th = np.empty(_most(qspan[:n, 0], qspan[:n, 1]))
     for i in range(n):
+        _part_scores(x, qspan[i, 0], qspan[i, 1], qe, qcols, qvals, th)
         best = -np.inf
-        u0 = uspan[i, 0]
         for v in range(xptr[i], xptr[i + 1]):
-            s = c[v]
-            for e in range(espan[v, 0], espan[v, 1]):
-                s += evals[e] * x[ucols[u0 + loc[e]]]
-            best = max(best, s)
+            best = max(best, c[v] + _vertex_value(v, pspan, ploc, pvals, th))
         out[i] = best
     return out
+
+
+@njit(cache=True, nogil=True)
+def part_lists(xptr, pspan, pids, pwhere):
+    """Each example's list of the parts its vertices touch, and the
+    vertices' positions in it: returns ``(qspan, qpart, ploc)``."""
+    n = len(xptr) - 1
+    qspan = np.zeros((n, 2), dtype=np.int64)
+    qpart = np.empty(len(pids), dtype=np.int64)
+    ploc = np.empty(len(pids), dtype=np.int64)
+    nq = 0
+    for i in range(n):
+        qspan[i, 0] = nq
+        for v in range(xptr[i], xptr[i + 1]):
+            for k in range(pspan[v, 0], pspan[v, 1]):
+                if pwhere[pids[k]] < 0:
+                    pwhere[pids[k]] = nq - qspan[i, 0]
+                    qpart[nq] = pids[k]
+                    nq += 1
+                ploc[k] = pwhere[pids[k]]
+        qspan[i, 1] = nq
+        for q in range(qspan[i, 0], nq):
+            pwhere[qpart[q]] = -1
+    return qspan, qpart[:nq], ploc

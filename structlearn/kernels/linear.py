@@ -486,3 +486,53 @@ def chain_block_entries(indptr, nz_start, nz_len, data, sup_label, D, tok_lo, pa
                     o += 1
         ptr[i + 1] = o
     return cols[:o], vals[:o], ptr
+
+
+@njit(cache=True, nogil=True)
+def chain_part_columns(indptr, nz_start, nz_len, data, sup_label, tok_lo, n_tok, parts,
+                       n_tags, n_support, fit_intercept):
+    """Per ``k``, the column of the chain feature map for part ``parts[k]``
+    of the sequence whose tokens are the (global) rows ``tok_lo[k]`` ..
+    ``tok_lo[k] + n_tok[k] - 1``: the entries of ``A_i^T e_p`` in the chain
+    parameters ``[w (support), transitions, start, end, bias]`` -- the same
+    numbers :func:`chain_block_entries` gives for a unit score vector on
+    that part.  Returns ``(cols, vals, ptr)``, part ``k``'s entries at
+    ``ptr[k]:ptr[k+1]``."""
+    K = n_tags
+    binary = len(data) == 0
+    shared = K * K + 2 * K
+    bound = 0
+    for k in range(len(parts)):
+        p = parts[k]
+        if p < n_tok[k] * K:
+            t = tok_lo[k] + p // K
+            for j in range(indptr[t], indptr[t + 1]):
+                bound += nz_len[j]
+        bound += 2
+    cols = np.empty(bound, dtype=np.int64)
+    vals = np.empty(bound)
+    ptr = np.zeros(len(parts) + 1, dtype=np.int64)
+    o = 0
+    for k in range(len(parts)):
+        p = parts[k]
+        if p < n_tok[k] * K:
+            t = tok_lo[k] + p // K
+            lab = p % K
+            for j in range(indptr[t], indptr[t + 1]):
+                x = 1.0 if binary else data[j]
+                s0 = nz_start[j]
+                for s in range(s0, s0 + nz_len[j]):
+                    if sup_label[s] == lab:
+                        cols[o] = s
+                        vals[o] = x
+                        o += 1
+            if fit_intercept:
+                cols[o] = n_support + shared + lab
+                vals[o] = 1.0
+                o += 1
+        else:
+            cols[o] = n_support + p - n_tok[k] * K
+            vals[o] = 1.0
+            o += 1
+        ptr[k + 1] = o
+    return cols[:o], vals[:o], ptr
