@@ -214,9 +214,10 @@ def test_certificates_only_when_the_estimated_gap_is_close_or_periodically(kind)
     epochs1, certs1 = runs[1]
     epochs6, certs6 = runs[6]
     assert certs1 == list(range(1, epochs1 + 1))
-    # the same iterates: the certificate is reached in the same epoch or,
-    # if that epoch was skipped, within the next few
-    assert epochs1 <= epochs6 <= epochs1 + 6
+    # a certificate's oracle pass serves as the next epoch's (at the
+    # epoch's start rather than at each batch's), so the iterates differ,
+    # but not the work much
+    assert 0.75 * epochs1 - 6 <= epochs6 <= 1.25 * epochs1 + 6
     assert len(certs6) < len(certs1)
     assert all(e % 6 == 0 or e >= certs6[-1] - 6 for e in certs6)
 
