@@ -1110,9 +1110,10 @@ class _Pool:
                                   self.qspan, self.qe, self.qcols, self.qvals, x)
 
     def state(self, key):
-        """The dual iterate (compacted pool), its part-space slopes packed."""
-        nv = int(self.top[0])
+        """The dual iterate: the compacted pool's vertices (not the ones a
+        last certificate added, of weight zero), part-space slopes packed."""
         xptr = np.concatenate([self.xlo[:1], self.xhi])
+        nv = int(xptr[-1])
         pos, vert = self._entries(self.pspan, nv)
         lens = self.pspan[:nv, 1] - self.pspan[:nv, 0]
         pptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
