@@ -1183,10 +1183,11 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
       equality constraint coupling all the dual blocks.
     * The working sets are kept as sparse vectors (a violator differs
       from the truth on a few parts), never as vectors of model size: in
-      part space (the :class:`DualState`) and as their weight-space
-      entries, with each example's Gram matrix of its vertices' slopes
-      kept between visits; a step touches only the coordinates of the
-      example's features.
+      part space (the ``DualState``), on a per-example list of the parts
+      they touch whose columns of ``A_i`` are stored once, with each
+      example's Gram matrix of its vertices' slopes kept between visits; a
+      visit scores the example's parts once, and a step touches only the
+      coordinates of the example's features.
     * Examples are visited in mini-batches of ``batch_size`` (a random
       permutation per epoch): the oracles of a batch run together (in the
       problem's threads) at the iterate of the batch's start, then the

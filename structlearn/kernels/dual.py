@@ -172,7 +172,7 @@ def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qsp
     the exact line search, until their values agree to 1e-12 or
     ``max_inner`` steps; ``h`` is kept current through the Gram matrix of
     the block's slopes.  The Gram matrices persist between visits
-    (``kpool``, laid out as by :func:`gram_blocks`): only the column of the
+    (``kpool``, laid out as by ``gram_blocks``): only the column of the
     oracle's new vertex is computed, at the example's first visit after the
     oracle found it (``kdone[i]`` then turns True).  ``z`` then moves by
     ``-1/(lam n) A_i^T sum_v dbeta_v a_v`` and ``avg`` takes the lazy
