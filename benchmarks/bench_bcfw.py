@@ -175,6 +175,9 @@ def run_alpha(epochs, n_jobs):
     X, y = conll2000_xy("train")
     X, y = X[:2000], y[:2000]
     n = len(X)
+    with warnings.catch_warnings():  # Numba loads its kernels: not timed
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        SequenceTagger(loss="hinge", solver="bcfw", max_iter=2).fit(X[:20], y[:20])
     rows = []
     for an in (2.0, 20.0, 200.0):
         est = SequenceTagger(loss="hinge", solver="bcfw", alpha=an / n, tol=1e-3,
