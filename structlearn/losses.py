@@ -46,6 +46,14 @@ class Loss(BaseEstimator):
       no penalty), never by a regularised solver, whose optimum would be 0;
     * ``lbfgs_history``: the number of L-BFGS correction pairs the loss is
       best trained with, or None for the estimator's default;
+    * ``dual_quadratic``: None, or ``'unary'`` for a loss ``max_{mu in C}
+      c(mu) + <mu - phi(y), theta> - 1/2 ||mu_U||^2 + 1/2 ||phi(y)_U||^2``
+      over a convex set ``C`` with ``c`` affine, where ``U`` keeps the
+      structure's penalised (unary) parts, and whose ``value_and_grad``
+      returns the value and ``mu* - phi(y)`` of the maximiser: SparseMAP
+      and m-SparseMAP.  The dual solver then trains it too (its dual is a
+      concave quadratic over the same sets; see
+      :func:`structlearn.solvers.bcfw`);
     * ``exact_oracle`` (piecewise-affine losses): whether ``value_and_grad``
       finds a maximising piece, so that its value is the loss; False for an
       approximate violator, whose value is a lower bound of the loss (the
@@ -54,6 +62,7 @@ class Loss(BaseEstimator):
 
     smooth = False
     piecewise_affine = False
+    dual_quadratic = None
     exact_oracle = True
     perceptron_update = False
     lbfgs_history = None
@@ -295,6 +304,7 @@ class SparseMAP(Loss):
     """
 
     smooth = True
+    dual_quadratic = "unary"
     #: The loss is differentiable, but its gradient is only piecewise linear
     #: in the scores of the parts that ``Omega`` leaves unpenalised (chain
     #: transitions): L-BFGS keeps 30 correction pairs instead of 10.  On

@@ -208,6 +208,11 @@ class LinearProblem:
         """Size of every example's score vector (its dual block)."""
         return np.full(self.n_samples, self.n_parts, dtype=np.int64)
 
+    def unary_sizes(self):
+        """Per example, the leading parts of its block that a quadratic
+        loss penalises (SparseMAP's ``U``)."""
+        return np.full(self.n_samples, self.structure.n_unary, dtype=np.int64)
+
     def pieces(self, z, idx):
         """Losses of the samples ``idx`` at ``z``, with their scores and
         score gradients as flat arrays of blocks (the maximising affine
@@ -982,6 +987,11 @@ class _Pool:
         n = problem.n_samples
         self.problem = problem
         self.sizes = np.asarray(problem.part_sizes(), dtype=np.int64)
+        # a quadratic dual (``loss.dual_quadratic``): per example, the
+        # number of leading parts of its score block the loss penalises
+        self.nu = np.zeros(0, dtype=np.int64)
+        if problem.loss.dual_quadratic == "unary":
+            self.nu = np.asarray(problem.unary_sizes(), dtype=np.int64)
         self.acc = np.zeros(problem.n_params)  # scratch of the kernels
         self.pwhere = np.full(int(self.sizes.max(initial=1)), -1, dtype=np.int64)
         if state is None:  # every example: its zero piece, with all the weight
@@ -1003,9 +1013,9 @@ class _Pool:
         self.extra = np.full(n, -1, dtype=np.int64)
         self.top = np.array([len(self.c), len(self.pids), len(self.qpart), len(self.qcols)],
                             dtype=np.int64)
-        self.kpool, self.kptr, self.kdim = gram_blocks(
-            xptr, self.qspan, self.qe, self.qcols, self.qvals, self.pspan, self.ploc,
-            self.pvals, self.acc)
+        self.kpool, self.kptr, self.kdim, self.qq = gram_blocks(
+            xptr, self.qspan, self.qe, self.qcols, self.qvals, self.pspan, self.pids,
+            self.ploc, self.pvals, self.acc, self.nu)
         self.kdone = np.ones(n, dtype=np.bool_)
 
     def _columns(self, rep, parts, batch=1024):
@@ -1032,7 +1042,8 @@ class _Pool:
         """The arrays :func:`working_set_steps` reads."""
         return (self.xlo, self.xhi, self.extra, self.kdone, self.kpool, self.kptr,
                 self.kdim, self.qspan, self.qe, self.qcols, self.qvals, self.pspan,
-                self.ploc, self.pvals, self.c, self.beta, self.acc)
+                self.pids, self.ploc, self.pvals, self.c, self.beta, self.acc, self.qq,
+                self.nu)
 
     def add(self, idx, loss_vals, theta, G):
         """Each example's oracle vertex joins its working set."""
@@ -1066,10 +1077,10 @@ class _Pool:
         n = len(self.xlo)
         (xptr, self.c, self.beta, self.pspan, self.pids, self.pvals, self.ploc, self.qspan,
          self.qpart, self.qe, self.qcols, self.qvals, self.kpool, self.kptr,
-         self.kdim) = compact_pool(
+         self.kdim, self.qq) = compact_pool(
             self.xlo, self.xhi, self.extra, self.c, self.beta, self.pspan, self.pids,
             self.pvals, self.ploc, self.qspan, self.qpart, self.qe, self.qcols, self.qvals,
-            self.kpool, self.kptr, self.kdim, self.top, n, self.pwhere, self.slack)
+            self.kpool, self.kptr, self.kdim, self.qq, self.top, n, self.pwhere, self.slack)
         self.xlo, self.xhi = xptr[:-1].copy(), xptr[1:].copy()
         self.extra[:] = -1
         self.kdone[:] = True
@@ -1098,9 +1109,18 @@ class _Pool:
         return z
 
     def offset(self):
-        """``l = 1/n sum_i sum_v beta_v c_v``."""
+        """``l = 1/n sum_i (sum_v beta_v (c_v + Q_vv / 2) - beta_i^T Q beta_i / 2)``
+        (compacted pool; ``Q = 0`` without a quadratic dual)."""
+        n = len(self.xlo)
         nv = int(self.top[0])
-        return float(self.beta[:nv] @ self.c[:nv]) / len(self.xlo)
+        total = float(self.beta[:nv] @ self.c[:nv])
+        if len(self.nu):
+            for i in range(n):
+                b = self.beta[self.xlo[i]:self.xhi[i]]
+                m, D = len(b), int(self.kdim[i])
+                Q = self.qq[self.kptr[i]:self.kptr[i] + D * D].reshape(D, D)[:m, :m]
+                total += 0.5 * float(b @ np.diag(Q) - b @ Q @ b)
+        return total / n
 
     def values(self, x):
         """Per example, the largest value at ``x`` of its working set's
@@ -1124,7 +1144,7 @@ class _Pool:
 def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=None,
          verbose=0, state=None, key=None, max_inner=20, cache_passes=5, callback=None,
          check_every=1):
-    r"""Block-coordinate Frank-Wolfe on the dual of a max-margin objective.
+    r"""Block-coordinate Frank-Wolfe on the dual of a max-margin or SparseMAP objective.
 
     Trains ``min_z P(z) = alpha/2 ||z||^2 + 1/n sum_i loss_i(A_i z)`` for a
     loss that is a maximum of functions affine in the scores (the losses
@@ -1154,6 +1174,38 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
     and the primal iterate is ``z = w``.  The loss's own ``value_and_grad``
     is its oracle: at ``theta`` it returns the value and the slope of the
     maximising piece, so ``a_s = grad`` and ``c_s = value - <theta, grad>``.
+
+    **The SparseMAP losses** (``loss.dual_quadratic == 'unary'``: SparseMAP
+    and m-SparseMAP, Niculae et al. 2018) are maxima over the marginal
+    polytope ``M_i`` of an affine function minus a quadratic,
+    ``loss_i(theta) = max_{mu in M_i} c_i(mu) + <mu - phi_i, theta> - 1/2
+    ||mu_U||^2 + 1/2 ||phi_{i,U}||^2`` (``c_i`` the cost, linear in ``mu``,
+    for m-SparseMAP, 0 otherwise; ``U`` the penalised, unary parts).  With
+    ``mu_i = sum_s beta_i(s) s`` over *atoms* ``s`` -- any points of
+    ``M_i``, slopes ``a_s = s - phi_i`` -- the same derivation gives the
+    dual
+
+        D = -lam/2 ||w||^2 + l,  l_i = sum_s beta_i(s) (c_s + Q_ss / 2)
+                                       - beta_i^T Q_i beta_i / 2,
+
+    ``Q_i`` the Gram matrix of the atoms' slopes on the penalised parts and
+    ``c_s = value - <theta, grad>`` again (the value at the atom minus its
+    linear part, ``c_i(s) - <phi_U, a_U> - ||a_U||^2 / 2``), a concave
+    quadratic in each block, so the block steps below stay exact line
+    searches (their curvature gains ``Q``).  The loss's ``value_and_grad``
+    is the oracle here too: it returns the SparseMAP solution ``mu*`` at
+    the current scores as the atom, i.e. the maximiser of the block's dual
+    with only ``-lam/2 ||w||^2`` linearised -- a generalised conditional
+    gradient step (Bach, SIAM J. Optim. 2015), whose block gaps again sum
+    to the duality gap.  The choice of atoms (solutions, not vertices) is
+    ours: an atom costs one active-set solve instead of one MAP call, but a
+    CoNLL-2000 SparseMAP fit certified 1e-3 in 15 epochs (58 for the
+    margin-scaled hinge) and ran at 0.53x the CRF's L-BFGS fit time, where
+    L-BFGS on the SparseMAP loss took 4.0x (docs/benchmarks.rst).  The
+    weighted average is not kept for these losses: evaluating it is a
+    second pass of active-set solves at a point far from the iterate (on
+    2,000 CoNLL-2000 sentences the fit took the same 19 epochs, 22.9 s
+    instead of 25.1 s without it).
 
     **A step on example i.**  The oracle's vertex joins the example's
     working set (the vertices with positive weight, and the zero piece).
@@ -1241,7 +1293,9 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
         and ``block_entries(idx, D)`` (see ``LinearProblem``), and
         optionally ``part_columns(rep, parts)`` (the columns of ``A_i`` of
         single parts, as entries; without it they come from
-        ``block_entries`` of unit score vectors).
+        ``block_entries`` of unit score vectors); for a loss with
+        ``dual_quadratic = 'unary'`` also ``unary_sizes()``, the number of
+        penalised parts leading each example's score block.
     alpha : float > 0
     max_iter : int
         Epochs: passes over the examples with oracle calls (each followed by
@@ -1294,7 +1348,7 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
     epoch = 0
 
     exact = problem.loss.exact_oracle
-    avg_useful = 2
+    avg_useful = 0 if pool.nu.size else 2
     fresh = None  # the losses of the certificate's oracle pass, when it served as one
 
     def primal(x, keep=False, chunk=1024):

@@ -21,7 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 from structlearn import DependencyParser, LabelRanker, MultiLabelClassifier, \
     OrdinalRegressor, SequenceTagger
 from structlearn.datasets import load_ewt, load_ewt_pos, load_wine_quality
-from structlearn.losses import Hinge, PosLearn, get_loss
+from structlearn.losses import Hinge, PosLearn, SparseMAP, get_loss
 from structlearn.solvers import LinearProblem, bcfw
 from structlearn.structures import Chain
 from structlearn.structures.tree import Tree
@@ -66,6 +66,12 @@ class DenseProblem:
 
     def part_sizes(self):
         return np.array([m.shape[0] for m in self.M])
+
+    def unary_sizes(self):
+        # the penalised parts lead each block (the instances' own masks)
+        masks = [self.inst.unary(i) for i in range(self.n_samples)]
+        assert all(not m[int(m.sum()):].any() for m in masks)
+        return np.array([int(m.sum()) for m in masks])
 
     def pieces(self, z, idx):
         res = [self.one(z, i) for i in idx]
@@ -178,6 +184,73 @@ def test_bcfw_reaches_the_enumerated_qp_optimum(kind, name, loss, seed):
     assert obj <= opt + 2e-6 * scale          # and BCFW reached it
     # the certificate: obj - gap * obj is a lower bound of the optimum
     assert gap <= 1e-7
+    assert obj * (1.0 - gap) <= opt + 1e-7 * scale
+
+
+def sparsemap_dual_optimum(inst, M, labels, margin, lam):
+    """The optimum of ``lam/2 ||z||^2 + mean_i sparsemap_i(M_i z)`` as the
+    maximum of its dual over the enumerated structures (scipy's SLSQP):
+    ``max_beta 1/n sum_i [c_i^T beta_i - 1/2 ||U_i Phi_i^T beta_i||^2 +
+    1/2 ||U_i phi_i||^2] - lam/2 ||z||^2``, ``z = 1/(lam n) sum_i M_i^T
+    (phi_i - Phi_i^T beta_i)``, each ``beta_i`` in the simplex, ``c_i`` the
+    task costs for m-SparseMAP (zero otherwise) and ``U_i`` the penalised
+    parts written by the test instances."""
+    n = len(M)
+    blocks = []
+    for i in range(n):
+        labs, Phi = inst.vertices(i)
+        a = inst.label_index(i, labels[i])
+        c = np.array([inst.cost(i, v, labels[i]) if margin else 0.0 for v in labs])
+        U = inst.unary(i).astype(float)
+        blocks.append((Phi, Phi[a], c, U))
+    sizes = [len(b[0]) for b in blocks]
+    off = np.concatenate([[0], np.cumsum(sizes)])
+
+    def neg_dual(x):
+        z = np.zeros(M[0].shape[1])
+        val, grads = 0.0, []
+        mus = []
+        for i, (Phi, phi, c, U) in enumerate(blocks):
+            mu = Phi.T @ x[off[i]:off[i + 1]]
+            mus.append(mu)
+            z += M[i].T @ (phi - mu) / (lam * n)
+            val += (c @ x[off[i]:off[i + 1]] - 0.5 * np.sum(U * mu * mu)
+                    + 0.5 * np.sum(U * phi * phi)) / n
+        val -= 0.5 * lam * z @ z
+        for i, (Phi, phi, c, U) in enumerate(blocks):
+            g_mu = -U * mus[i] / n + M[i] @ z / n   # d/dmu_i
+            grads.append(c / n + Phi @ g_mu)
+        return -val, -np.concatenate(grads)
+
+    cons = [{"type": "eq", "fun": (lambda x, i=i: x[off[i]:off[i + 1]].sum() - 1.0),
+             "jac": (lambda x, i=i: np.where((np.arange(off[-1]) >= off[i])
+                                              & (np.arange(off[-1]) < off[i + 1]), 1.0, 0.0))}
+            for i in range(n)]
+    x0 = np.concatenate([np.full(k, 1.0 / k) for k in sizes])
+    res = minimize(neg_dual, x0, jac=True, bounds=[(0.0, 1.0)] * off[-1], constraints=cons,
+                   method="SLSQP", options={"ftol": 1e-14, "maxiter": 5000})
+    assert res.success, res.message
+    return -res.fun
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("margin", [False, True], ids=["sparsemap", "m-sparsemap"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_bcfw_reaches_the_enumerated_sparsemap_optimum(kind, margin, seed):
+    # the SparseMAP losses' dual is a concave quadratic over the same sets;
+    # BCFW's atoms are the loss's own maximisers (SparseMAP solutions)
+    inst, M, labels = instance(kind, 4, seed)
+    lam = 0.3
+    opt = sparsemap_dual_optimum(inst, M, labels, margin, lam)
+    problem = DenseProblem(inst, M, labels, SparseMAP(margin=margin))
+    z, epochs, obj, gap, _ = bcfw(problem, lam, max_iter=5000, tol=1e-8,
+                                  batch_size=2, random_state=seed)
+    vals, _ = problem.value_and_grad(z)
+    assert obj == pytest.approx(vals.mean() + 0.5 * lam * z @ z, rel=1e-12, abs=1e-14)
+    scale = max(1.0, abs(opt))
+    assert obj >= opt - 1e-7 * scale
+    assert obj <= opt + 2e-6 * scale
+    assert gap <= 1e-8
     assert obj * (1.0 - gap) <= opt + 1e-7 * scale
 
 
@@ -454,7 +527,7 @@ def test_parser_bcfw_converges_on_a_small_treebank():
 
 @pytest.mark.parametrize("loss,msg", [
     ("crf", "solver='bcfw' trains the max-margin losses"),
-    ("sparsemap", "solver='bcfw' trains the max-margin losses"),
+    ("squared", "solver='bcfw' trains the max-margin losses"),
     ("perceptron", "trained by the averaged perceptron"),
 ])
 def test_bcfw_refuses_losses_it_cannot_train(loss, msg):
@@ -548,8 +621,9 @@ def test_one_pairwise_step_is_the_exact_line_search():
         # new vertex as its oracle's (``extra``)
         working_set_steps(z, avg, np.array([0]), np.array([0]), np.array([1]), np.array([1]),
                           np.array([False]), np.zeros(4), np.array([0, 4]), np.array([2]),
-                          np.array([[0, 2]]), qe, qcols, qvals, pspan, ploc, pvals,
-                          np.array([0.0, c]), beta, np.zeros(5), lam, n, 0, 1, gaps, d_ell)
+                          np.array([[0, 2]]), qe, qcols, qvals, pspan, np.array([2, 7]),
+                          ploc, pvals, np.array([0.0, c]), beta, np.zeros(5), np.zeros(0),
+                          np.zeros(0, dtype=np.int64), lam, n, 0, 1, gaps, d_ell)
         gamma = min(1.0, max(0.0, lam * n * (c + g @ z0) / (g @ g)))
         assert beta[1] == pytest.approx(gamma, rel=1e-12)
         np.testing.assert_allclose(z, z0 - gamma / (lam * n) * g, rtol=1e-12)
@@ -636,14 +710,20 @@ def test_the_pools_gram_matrices_and_part_lists_stay_those_of_its_working_sets(
 
     def checking_compact(self):
         xptr = compact(self)
-        fresh, kptr, kdim = gram_blocks(xptr, self.qspan, self.qe, self.qcols, self.qvals,
-                                        self.pspan, self.ploc, self.pvals, self.acc)
+        fresh, kptr, kdim, fresh_q = gram_blocks(xptr, self.qspan, self.qe, self.qcols,
+                                                 self.qvals, self.pspan, self.pids,
+                                                 self.ploc, self.pvals, self.acc, self.nu)
         np.testing.assert_array_equal(kptr, self.kptr)
+        assert len(fresh_q) == (len(fresh) if len(self.nu) else 0) == len(self.qq)
         for i in range(len(xptr) - 1):
             m, D = xptr[i + 1] - xptr[i], kdim[i]
             K_live = self.kpool[kptr[i]:kptr[i + 1]].reshape(D, D)[:m, :m]
             K_new = fresh[kptr[i]:kptr[i + 1]].reshape(D, D)[:m, :m]
             np.testing.assert_allclose(K_live, K_new, rtol=1e-12, atol=1e-12)
+            if len(self.nu):   # SparseMAP's Gram matrices of the unary parts
+                Q_live = self.qq[kptr[i]:kptr[i + 1]].reshape(D, D)[:m, :m]
+                Q_new = fresh_q[kptr[i]:kptr[i + 1]].reshape(D, D)[:m, :m]
+                np.testing.assert_allclose(Q_live, Q_new, rtol=1e-12, atol=1e-12)
         # every vertex's parts, through its example's list, are its own, and
         # each listed part's column is the problem's
         sample = range(0, len(xptr) - 1, 7)
@@ -668,13 +748,14 @@ def test_the_pools_gram_matrices_and_part_lists_stay_those_of_its_working_sets(
     monkeypatch.setattr(S._Pool, "add", recording_add)
     monkeypatch.setattr(S._Pool, "compact", checking_compact)
     X, y = load_ewt_pos("train")
-    for slack in (4096, 0):   # 0: the entries and column lists are rewritten
+    for loss, slack in (("hinge", 4096), ("hinge", 0), ("sparsemap", 4096),
+                        ("sparsemap", 0)):   # slack 0: entries and lists rewritten
         checked.clear()
         rewritten.clear()
         monkeypatch.setattr(S._Pool, "slack", slack)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            SequenceTagger(loss="hinge", solver="bcfw", alpha=1e-3, max_iter=8,
+            SequenceTagger(loss=loss, solver="bcfw", alpha=1e-3, max_iter=8, tol=1e-9,
                            random_state=0).fit(X[:60], y[:60])
         assert len(checked) == 8 and max(checked) > 60  # working sets did grow
         if slack == 0:

@@ -46,11 +46,12 @@ def choose_solver(solver, loss, alpha):
         raise ValueError(f"the perceptron loss is trained by the averaged perceptron "
                          f"(solver='sgd' or 'auto'), not solver={solver!r}: with an L2 "
                          f"penalty its minimiser is 0.")
-    if solver == "bcfw" and not loss.piecewise_affine:
+    if solver == "bcfw" and not (loss.piecewise_affine or loss.dual_quadratic):
         raise ValueError(
             f"solver='bcfw' trains the max-margin losses ('hinge', 'hinge-slack', "
-            f"'hinge-approx-slack', 'poslearn'); {loss} is not a maximum of affine "
-            f"functions. Use solver='lbfgs' (smooth losses) or 'auto'.")
+            f"'hinge-approx-slack', 'poslearn') and the SparseMAP losses ('sparsemap', "
+            f"'m-sparsemap'); {loss} is neither. Use solver='lbfgs' (smooth losses) "
+            f"or 'auto'.")
     if solver in ("cutting-plane", "bcfw") and alpha <= 0:
         raise ValueError(f"solver={solver!r} needs alpha > 0.")
     return solver

@@ -87,6 +87,9 @@ class ParserProblem:
             # previous evaluation (mini-batches are not cached)
             for st in self.structures:
                 st.warm_cache = SupportCache()
+        #: the warm-start caches of :meth:`pieces` (ranges of sentences), with
+        #: the active set
+        self.piece_caches = {} if uses_active_set(loss, Tree) else None
 
     def _structure(self, a, b):
         wo = self.word_off[a:b + 1] - self.word_off[a]
@@ -170,6 +173,10 @@ class ParserProblem:
         n = np.diff(self.word_off)
         return n * (n + 1)
 
+    def unary_sizes(self):
+        """Every arc score is penalised by SparseMAP (as the whole block)."""
+        return self.part_sizes()
+
     def pieces(self, z, idx):
         """Losses of the sentences ``idx`` at ``z``, their arc scores and
         score gradients (split over ``n_jobs`` threads; the same numbers for
@@ -177,7 +184,13 @@ class ParserProblem:
         idx = np.asarray(idx, dtype=np.int64)
 
         def run(sub):
-            vals, G, _, theta = self._batch_losses(z, sub, 1.0, with_scores=True)
+            warm = None
+            if self.piece_caches is not None and len(sub) and \
+                    sub[-1] - sub[0] + 1 == len(sub) and np.all(np.diff(sub) == 1):
+                # a range of sentences (the dual solver's certificate passes
+                # it each epoch): its solves start from the last supports
+                warm = self.piece_caches.setdefault((int(sub[0]), len(sub)), SupportCache())
+            vals, G, _, theta = self._batch_losses(z, sub, 1.0, with_scores=True, warm=warm)
             return vals, theta, G
 
         return split_concat(run, idx, self.n_threads)
@@ -211,10 +224,11 @@ class ParserProblem:
         cols = np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64)
         return cols, np.ones(len(cols)), np.asarray(ptr, dtype=np.int64)
 
-    def _batch_losses(self, v, idx, scale, with_scores=False):
+    def _batch_losses(self, v, idx, scale, with_scores=False, warm=None):
         """Losses and score gradients ``G`` of the sentences ``idx`` at
         ``z = scale * v``; ``parts`` locates their arcs in the cache (and,
-        ``with_scores``, the arc scores)."""
+        ``with_scores``, the arc scores); ``warm``: the active set's
+        ``SupportCache`` for exactly these sentences, or None."""
         idx = np.asarray(idx, dtype=np.int64)
         thetas, parts = [], []
         for i in idx:
@@ -228,6 +242,7 @@ class ParserProblem:
         lengths = self.word_off[idx + 1] - self.word_off[idx]
         wo = np.concatenate([[0], np.cumsum(lengths)])
         st = Tree(wo, single_root=self.single_root, projective=self.projective)
+        st.warm_cache = warm
         y = np.concatenate([self.heads[self.word_off[i]:self.word_off[i + 1]] for i in idx])
         vals, G = self.loss.value_and_grad(theta, y, st)
         G = np.ascontiguousarray(G, dtype=np.float64)

@@ -219,6 +219,9 @@ class ChainProblem:
             # evaluation of the same sentences (mini-batches are not cached).
             for batch in self.chunks:
                 batch.structure.warm_cache = SupportCache()
+        #: the warm-start caches of :meth:`pieces` (ranges of sequences), with
+        #: the active set
+        self.piece_caches = {} if uses_active_set(loss, Chain) else None
 
     def unpack(self, z):
         K, S = self.K, self.n_support
@@ -324,6 +327,11 @@ class ChainProblem:
         K = self.K
         return np.diff(self.tok_off) * K + K * K + 2 * K
 
+    def unary_sizes(self):
+        """Per sequence, the unary parts that lead its score block (the
+        parts SparseMAP penalises)."""
+        return np.diff(self.tok_off) * self.K
+
     def pieces(self, z, idx):
         """Losses of the sequences ``idx`` at ``z``, their flat scores and
         score gradients (split over ``n_jobs`` threads; the same numbers
@@ -332,6 +340,13 @@ class ChainProblem:
 
         def run(sub):
             batch = _ChainBatch.select(self.tokens, self.tok_off, self.y, self.K, sub)
+            if self.piece_caches is not None and len(sub) and \
+                    sub[-1] - sub[0] + 1 == len(sub) and np.all(np.diff(sub) == 1):
+                # a range of sequences (the dual solver's certificate passes
+                # it each epoch): its solves start from the last supports
+                key = (int(sub[0]), len(sub))
+                batch.structure.warm_cache = self.piece_caches.setdefault(key,
+                                                                          SupportCache())
             theta = self.scores(z, batch)
             vals, G = self.loss.value_and_grad(theta, batch.y, batch.structure)
             return vals, theta, np.asarray(G, dtype=np.float64)

@@ -127,10 +127,31 @@ def _gram_column(kpool, k0, D, col, vid, m, q0, q1, qe, qcols, qvals, pspan, plo
 
 
 @njit(cache=True, nogil=True)
-def gram_blocks(xptr, qspan, qe, qcols, qvals, pspan, ploc, pvals, acc):
+def _quad_column(qq, k0, D, col, vid, m, nu, pspan, pids, ploc, pvals, sp):
+    """Row and column ``col`` of an example's Gram matrix of its vertices'
+    slopes restricted to the penalised parts (score-block index below
+    ``nu``; stored at ``qq[k0:]`` like ``kpool``); ``sp`` is a zero scratch
+    array as long as the example's part list, returned so."""
+    v = vid[col]
+    for k in range(pspan[v, 0], pspan[v, 1]):
+        if pids[k] < nu:
+            sp[ploc[k]] = pvals[k]
+    for b in range(m):
+        s = _vertex_value(vid[b], pspan, ploc, pvals, sp)
+        qq[k0 + b * D + col] = s
+        qq[k0 + col * D + b] = s
+    for k in range(pspan[v, 0], pspan[v, 1]):
+        sp[ploc[k]] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def gram_blocks(xptr, qspan, qe, qcols, qvals, pspan, pids, ploc, pvals, acc, nu):
     """Every example's Gram matrix of its vertices' slopes, with room for
-    one more vertex: returns ``(kpool, kptr, kdim)``, example ``i``'s matrix
-    at ``kpool[kptr[i]:]`` with leading dimension ``kdim[i]``."""
+    one more vertex: returns ``(kpool, kptr, kdim, qq)``, example ``i``'s
+    matrix at ``kpool[kptr[i]:]`` with leading dimension ``kdim[i]``, and
+    ``qq`` the same matrices restricted to each example's first ``nu[i]``
+    parts (the penalised ones of a quadratic dual; ``nu`` empty: ``qq`` is
+    empty)."""
     n = len(xptr) - 1
     kdim = np.empty(n, dtype=np.int64)
     kptr = np.zeros(n + 1, dtype=np.int64)
@@ -138,8 +159,11 @@ def gram_blocks(xptr, qspan, qe, qcols, qvals, pspan, ploc, pvals, acc):
         kdim[i] = xptr[i + 1] - xptr[i] + 1
         kptr[i + 1] = kptr[i] + kdim[i] * kdim[i]
     kpool = np.zeros(kptr[n])
+    quad = len(nu) > 0
+    qq = np.zeros(kptr[n] if quad else 0)
     vid = np.empty(_most(xptr[:-1], xptr[1:]) + 1, dtype=np.int64)
     sq = np.empty(_most(qspan[:n, 0], qspan[:n, 1]))
+    sp = np.zeros(len(sq))
     for i in range(n):
         m = xptr[i + 1] - xptr[i]
         for a in range(m):
@@ -147,13 +171,16 @@ def gram_blocks(xptr, qspan, qe, qcols, qvals, pspan, ploc, pvals, acc):
         for col in range(m):
             _gram_column(kpool, kptr[i], kdim[i], col, vid, m, qspan[i, 0], qspan[i, 1], qe,
                          qcols, qvals, pspan, ploc, pvals, acc, sq)
-    return kpool, kptr, kdim
+            if quad:
+                _quad_column(qq, kptr[i], kdim[i], col, vid, m, nu[i], pspan, pids, ploc,
+                             pvals, sp)
+    return kpool, kptr, kdim, qq
 
 
 @njit(cache=True, nogil=True)
 def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qspan, qe, qcols,
-                      qvals, pspan, ploc, pvals, c, beta, acc, lam, n, step0, max_inner, gaps,
-                      d_ell, track_avg=True):
+                      qvals, pspan, pids, ploc, pvals, c, beta, acc, qq, nu, lam, n, step0,
+                      max_inner, gaps, d_ell, track_avg=True):
     """Exact block steps over each block's working set, one block after another.
 
     Block ``j`` is example ``i = ex[j]``; its working set is the pool's
@@ -162,21 +189,26 @@ def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qsp
     and slope ``g_v = A_i^T a_v``.  With the other blocks fixed, the dual
     restricted to the working set is the concave quadratic
 
-        f(beta) = 1/n sum_v beta_v c_v - lam/2 ||w||^2,
+        f(beta) = 1/n sum_v beta_v c_v - lam/2 ||w||^2
+                  + 1/(2n) (sum_v beta_v Q_vv - beta^T Q beta),
         w = w_rest - 1/(lam n) sum_v beta_v g_v,
 
-    whose partial derivatives are ``h_v / n`` with ``h_v = c_v + <a_v, A_i
-    w>`` (the value of piece ``v`` at the current scores, computed from the
-    scores of the example's parts).  It is maximised by pairwise steps
-    (SMO): move weight from the worst weighted vertex to the best one by
-    the exact line search, until their values agree to 1e-12 or
-    ``max_inner`` steps; ``h`` is kept current through the Gram matrix of
-    the block's slopes.  The Gram matrices persist between visits
-    (``kpool``, laid out as by ``gram_blocks``): only the column of the
-    oracle's new vertex is computed, at the example's first visit after the
-    oracle found it (``kdone[i]`` then turns True).  ``z`` then moves by
-    ``-1/(lam n) A_i^T sum_v dbeta_v a_v`` and ``avg`` takes the lazy
-    weighted average of the iterates (step ``t`` weighted ``t``,
+    where ``Q`` is the Gram matrix of the slopes restricted to the
+    example's first ``nu[i]`` parts (the parts a quadratic loss such as
+    SparseMAP penalises, see :func:`structlearn.solvers.bcfw`; ``nu``
+    empty: no such term, ``Q = 0``).  Its partial derivatives are ``h_v /
+    n`` with ``h_v = c_v + <a_v, A_i w> + Q_vv / 2 - (Q beta)_v`` (the
+    value of piece ``v`` at the current scores, computed from the scores
+    of the example's parts, and the quadratic's slope).  It is maximised
+    by pairwise steps (SMO): move weight from the worst weighted vertex to
+    the best one by the exact line search, until their values agree to
+    1e-12 or ``max_inner`` steps; ``h`` is kept current through the Gram
+    matrices of the block's slopes.  The Gram matrices persist between
+    visits (``kpool`` and ``qq``, laid out as by ``gram_blocks``): only the
+    column of the oracle's new vertex is computed, at the example's first
+    visit after the oracle found it (``kdone[i]`` then turns True).  ``z``
+    then moves by ``-1/(lam n) A_i^T sum_v dbeta_v a_v`` and ``avg`` takes
+    the lazy weighted average of the iterates (step ``t`` weighted ``t``,
     Lacoste-Julien et al. 2013; block ``j`` is step ``t = step0 + j + 1``):
     with ``T_t = t (t + 1) / 2``, a step that changes ``z`` by ``delta``
     adds ``T_{t-1} delta`` to ``avg``, so that ``sum_t t z_t = T_t z_t -
@@ -185,8 +217,10 @@ def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qsp
 
     ``gaps[j]`` receives the block's Frank-Wolfe gap over its working set
     before the steps, ``sum_v beta_v (max h - h_v) / n``, and ``d_ell[j]``
-    the change of its offset ``l_j = 1/n sum_v beta_v c_v``.
+    the change of its offset ``l_j = 1/n (sum_v beta_v (c_v + Q_vv / 2) -
+    beta^T Q beta / 2)``.
     """
+    quad = len(nu) > 0
     most = 1
     most_q = 1
     for j in range(len(ex)):
@@ -199,6 +233,7 @@ def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qsp
     b_ = np.empty(most)
     th = np.empty(most_q)            # the scores of the example's parts
     dm = np.zeros(most_q)            # the change of its m_i, in part space
+    sp = np.zeros(most_q)            # scratch of _quad_column
     scale = lam * n
     for j in range(len(ex)):
         i = ex[j]
@@ -208,6 +243,8 @@ def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qsp
         if extra[i] >= 0 and not kdone[i]:
             _gram_column(kpool, k0, D, m - 1, vid, m, q0, q1, qe, qcols, qvals, pspan, ploc,
                          pvals, acc, th)
+            if quad:
+                _quad_column(qq, k0, D, m - 1, vid, m, nu[i], pspan, pids, ploc, pvals, sp)
             kdone[i] = True
         _part_scores(z, q0, q1, qe, qcols, qvals, th)
         for a in range(m):
@@ -215,6 +252,12 @@ def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qsp
             h[a] = c[v] + _vertex_value(v, pspan, ploc, pvals, th)
             old[a] = beta[v]
             b_[a] = beta[v]
+        if quad:
+            for a in range(m):
+                s = 0.5 * qq[k0 + a * D + a]
+                for b in range(m):
+                    s -= qq[k0 + a * D + b] * b_[b]
+                h[a] += s
         hmax = h[0]
         for a in range(1, m):
             hmax = max(hmax, h[a])
@@ -239,7 +282,12 @@ def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qsp
             curv = (kpool[k0 + up * D + up] + kpool[k0 + dn * D + dn]
                     - 2.0 * kpool[k0 + up * D + dn])
             gamma = b_[dn]
-            if curv > 0.0 and scale * diff / curv < gamma:
+            if quad:
+                cq = curv / scale + (qq[k0 + up * D + up] + qq[k0 + dn * D + dn]
+                                     - 2.0 * qq[k0 + up * D + dn])
+                if cq > 0.0 and diff / cq < gamma:
+                    gamma = diff / cq
+            elif curv > 0.0 and scale * diff / curv < gamma:
                 gamma = scale * diff / curv
             if gamma <= 0.0:
                 break
@@ -250,6 +298,9 @@ def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qsp
                 b_[dn] = 0.0
             for a in range(m):
                 h[a] -= gamma / scale * (kpool[k0 + a * D + up] - kpool[k0 + a * D + dn])
+            if quad:
+                for a in range(m):
+                    h[a] -= gamma * (qq[k0 + a * D + up] - qq[k0 + a * D + dn])
         t = step0 + j + 1
         weight = 0.5 * (t - 1) * t  # T_{t-1}
         de = 0.0
@@ -264,6 +315,13 @@ def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qsp
                 for k in range(pspan[v, 0], pspan[v, 1]):
                     dm[ploc[k]] += coef * pvals[k]
                 de += db * c[v] / n
+        if moved and quad:
+            for a in range(m):
+                db = b_[a] - old[a]
+                s = 0.5 * db * qq[k0 + a * D + a]
+                for b in range(m):
+                    s -= 0.5 * qq[k0 + a * D + b] * (b_[a] * b_[b] - old[a] * old[b])
+                de += s / n
         if moved:
             for q in range(q0, q1):
                 f = dm[q - q0]
@@ -413,11 +471,11 @@ def _kept(i, k, xlo, xhi, extra, beta):
 
 @njit(cache=True, nogil=True)
 def compact_pool(xlo, xhi, extra, c, beta, pspan, pids, pvals, ploc, qspan, qpart, qe, qcols,
-                 qvals, kpool, kptr, kdim, top, spare, pwhere, slack):
+                 qvals, kpool, kptr, kdim, qq, top, spare, pwhere, slack):
     """The pool's vertices rewritten example by example, each example's zero
     piece first, without the other vertices of weight zero, the Gram
     matrices with them; returns ``(xptr, c, beta, pspan, pids, pvals, ploc,
-    qspan, qpart, qe, qcols, qvals, kpool, kptr, kdim)`` with example ``i``
+    qspan, qpart, qe, qcols, qvals, kpool, kptr, kdim, qq)`` with example ``i``
     at ``xptr[i]:xptr[i+1]``, the vertex arrays with room for ``spare``
     more.  The vertex entries, part lists and their entries stay in their
     arrays (the same objects are returned) unless more than half of an
@@ -457,6 +515,8 @@ def compact_pool(xlo, xhi, extra, c, beta, pspan, pids, pvals, ploc, qspan, qpar
         pids2, pvals2, ploc2 = pids, pvals, ploc
         qspan2, qpart2, qe2, qcols2, qvals2 = qspan, qpart, qe, qcols, qvals
     kpool2 = np.zeros(nk)
+    quad = len(qq) > 0
+    qq2 = np.zeros(nk if quad else 0)
     kptr2 = np.zeros(n + 1, dtype=np.int64)
     kdim2 = np.empty(n, dtype=np.int64)
     lk = np.empty(_most(xlo, xhi) + 1, dtype=np.int64)
@@ -504,11 +564,13 @@ def compact_pool(xlo, xhi, extra, c, beta, pspan, pids, pvals, ploc, qspan, qpar
         for a in range(mi):
             for b in range(mi):
                 kpool2[kptr2[i] + a * D2 + b] = kpool[k0 + lk[a] * D + lk[b]]
+                if quad:
+                    qq2[kptr2[i] + a * D2 + b] = qq[k0 + lk[a] * D + lk[b]]
     top[0] = nv
     if move:
         top[1], top[2], top[3] = p, w, r
     return (xptr, c2, b2, pspan2, pids2, pvals2, ploc2, qspan2, qpart2, qe2, qcols2, qvals2,
-            kpool2, kptr2, kdim2)
+            kpool2, kptr2, kdim2, qq2)
 
 
 @njit(cache=True, nogil=True)
