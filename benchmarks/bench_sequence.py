@@ -126,8 +126,12 @@ def models(n_train, n_jobs):
             "hinge-approx-slack", solver="bcfw", max_iter=BCFW_EPOCHS, transitions=False)),
         "poslearn (bcfw) without transitions": ("structlearn", ours(
             "poslearn", solver="bcfw", max_iter=BCFW_EPOCHS, transitions=False)),
+        # solver='auto': BCFW to a certified relative gap of 1e-3
         "sparsemap": ("structlearn", ours("sparsemap")),
         "m-sparsemap": ("structlearn", ours("m-sparsemap")),
+        # the same by L-BFGS (CRFsuite's stopping rule, as the CRF)
+        "sparsemap (lbfgs)": ("structlearn", ours("sparsemap", solver="lbfgs")),
+        "m-sparsemap (lbfgs)": ("structlearn", ours("m-sparsemap", solver="lbfgs")),
         "projection": ("structlearn", ours("projection")),
         "projection-cube-euclidean": ("structlearn", ours(Projection(set="cube"),
                                                            decoding="calibrated")),

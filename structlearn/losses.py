@@ -48,10 +48,11 @@ class Loss(BaseEstimator):
       best trained with, or None for the estimator's default;
     * ``dual_quadratic``: None, or ``'unary'`` for a loss ``max_{mu in C}
       c(mu) + <mu - phi(y), theta> - 1/2 ||mu_U||^2 + 1/2 ||phi(y)_U||^2``
-      over a convex set ``C`` with ``c`` affine, where ``U`` keeps the
-      structure's penalised (unary) parts, and whose ``value_and_grad``
-      returns the value and ``mu* - phi(y)`` of the maximiser: SparseMAP
-      and m-SparseMAP.  The dual solver then trains it too (its dual is a
+      over a convex set ``C`` holding ``phi(y)``, with ``c`` affine, where
+      ``U`` keeps the structure's penalised (unary) parts, and whose
+      ``value_and_grad`` returns the value and ``mu* - phi(y)`` of the
+      maximiser: SparseMAP and m-SparseMAP; ``'all'`` for the same with
+      every part penalised: the Euclidean projection losses.  The dual solver then trains it too (its dual is a
       concave quadratic over the same sets; see
       :func:`structlearn.solvers.bcfw`);
     * ``exact_oracle`` (piecewise-affine losses): whether ``value_and_grad``
@@ -353,6 +354,11 @@ class Projection(Loss):
     """
 
     smooth = True
+
+    @property
+    def dual_quadratic(self):
+        """Euclidean: ``1/2 ||mu||^2`` on every part (the dual solver trains it)."""
+        return "all" if self.geometry == "euclidean" else None
 
     def __init__(self, set="marginal", geometry="euclidean"):
         self.set = set

@@ -992,6 +992,8 @@ class _Pool:
         self.nu = np.zeros(0, dtype=np.int64)
         if problem.loss.dual_quadratic == "unary":
             self.nu = np.asarray(problem.unary_sizes(), dtype=np.int64)
+        elif problem.loss.dual_quadratic == "all":
+            self.nu = self.sizes.copy()
         self.acc = np.zeros(problem.n_params)  # scratch of the kernels
         self.pwhere = np.full(int(self.sizes.max(initial=1)), -1, dtype=np.int64)
         if state is None:  # every example: its zero piece, with all the weight
@@ -1180,7 +1182,10 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
     polytope ``M_i`` of an affine function minus a quadratic,
     ``loss_i(theta) = max_{mu in M_i} c_i(mu) + <mu - phi_i, theta> - 1/2
     ||mu_U||^2 + 1/2 ||phi_{i,U}||^2`` (``c_i`` the cost, linear in ``mu``,
-    for m-SparseMAP, 0 otherwise; ``U`` the penalised, unary parts).  With
+    for m-SparseMAP, 0 otherwise; ``U`` the penalised, unary parts; the
+    Euclidean projection losses, ``dual_quadratic == 'all'`` (Blondel 2019),
+    are the same with ``M_i`` replaced by their set and every part
+    penalised).  With
     ``mu_i = sum_s beta_i(s) s`` over *atoms* ``s`` -- any points of
     ``M_i``, slopes ``a_s = s - phi_i`` -- the same derivation gives the
     dual

@@ -21,7 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 from structlearn import DependencyParser, LabelRanker, MultiLabelClassifier, \
     OrdinalRegressor, SequenceTagger
 from structlearn.datasets import load_ewt, load_ewt_pos, load_wine_quality
-from structlearn.losses import Hinge, PosLearn, SparseMAP, get_loss
+from structlearn.losses import Hinge, PosLearn, Projection, SparseMAP, get_loss
 from structlearn.solvers import LinearProblem, bcfw
 from structlearn.structures import Chain
 from structlearn.structures.tree import Tree
@@ -187,21 +187,22 @@ def test_bcfw_reaches_the_enumerated_qp_optimum(kind, name, loss, seed):
     assert obj * (1.0 - gap) <= opt + 1e-7 * scale
 
 
-def sparsemap_dual_optimum(inst, M, labels, margin, lam):
+def sparsemap_dual_optimum(inst, M, labels, margin, lam, every_part=False):
     """The optimum of ``lam/2 ||z||^2 + mean_i sparsemap_i(M_i z)`` as the
     maximum of its dual over the enumerated structures (scipy's SLSQP):
     ``max_beta 1/n sum_i [c_i^T beta_i - 1/2 ||U_i Phi_i^T beta_i||^2 +
     1/2 ||U_i phi_i||^2] - lam/2 ||z||^2``, ``z = 1/(lam n) sum_i M_i^T
     (phi_i - Phi_i^T beta_i)``, each ``beta_i`` in the simplex, ``c_i`` the
     task costs for m-SparseMAP (zero otherwise) and ``U_i`` the penalised
-    parts written by the test instances."""
+    parts written by the test instances (``every_part``: all parts, the
+    Euclidean projection onto the marginal polytope)."""
     n = len(M)
     blocks = []
     for i in range(n):
         labs, Phi = inst.vertices(i)
         a = inst.label_index(i, labels[i])
         c = np.array([inst.cost(i, v, labels[i]) if margin else 0.0 for v in labs])
-        U = inst.unary(i).astype(float)
+        U = np.ones(len(Phi[a])) if every_part else inst.unary(i).astype(float)
         blocks.append((Phi, Phi[a], c, U))
     sizes = [len(b[0]) for b in blocks]
     off = np.concatenate([[0], np.cumsum(sizes)])
@@ -233,16 +234,22 @@ def sparsemap_dual_optimum(inst, M, labels, margin, lam):
     return -res.fun
 
 
+QUADRATIC = {"sparsemap": SparseMAP(), "m-sparsemap": SparseMAP(margin=True),
+             "projection": Projection()}
+
+
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("margin", [False, True], ids=["sparsemap", "m-sparsemap"])
+@pytest.mark.parametrize("name", list(QUADRATIC))
 @pytest.mark.parametrize("seed", [0, 1])
-def test_bcfw_reaches_the_enumerated_sparsemap_optimum(kind, margin, seed):
-    # the SparseMAP losses' dual is a concave quadratic over the same sets;
-    # BCFW's atoms are the loss's own maximisers (SparseMAP solutions)
+def test_bcfw_reaches_the_enumerated_sparsemap_optimum(kind, name, seed):
+    # the SparseMAP losses' dual is a concave quadratic over the same sets
+    # (the Euclidean projection's too, every part penalised); BCFW's atoms
+    # are the loss's own maximisers (SparseMAP solutions, projections)
     inst, M, labels = instance(kind, 4, seed)
     lam = 0.3
-    opt = sparsemap_dual_optimum(inst, M, labels, margin, lam)
-    problem = DenseProblem(inst, M, labels, SparseMAP(margin=margin))
+    opt = sparsemap_dual_optimum(inst, M, labels, name == "m-sparsemap", lam,
+                                 every_part=name == "projection")
+    problem = DenseProblem(inst, M, labels, QUADRATIC[name])
     z, epochs, obj, gap, _ = bcfw(problem, lam, max_iter=5000, tol=1e-8,
                                   batch_size=2, random_state=seed)
     vals, _ = problem.value_and_grad(z)
@@ -761,3 +768,37 @@ def test_the_pools_gram_matrices_and_part_lists_stay_those_of_its_working_sets(
         if slack == 0:
             assert any(rewritten)
         rewritten.clear()
+
+
+def test_auto_trains_the_sparsemap_tagger_by_bcfw_and_the_rest_as_before():
+    # the tagger's SparseMAP losses go to the dual solver (benchmarked on
+    # CoNLL-2000); its projections, and every fixed-size estimator, keep L-BFGS
+    X, y = load_ewt_pos("train")
+    X, y = X[:40], y[:40]
+    for loss, solver in (("sparsemap", "bcfw"), ("m-sparsemap", "bcfw"),
+                         ("projection", "lbfgs"), ("crf", "lbfgs")):
+        est = SequenceTagger(loss=loss, alpha=1e-2).fit(X, y)
+        assert est.solver_ == solver
+        if solver == "bcfw":
+            assert est.duality_gap_ <= 1e-3
+    # alpha = 0 has no dual: L-BFGS
+    est = SequenceTagger(loss="sparsemap", alpha=0.0, max_iter=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert est.fit(X, y).solver_ == "lbfgs"
+    Xw, yw = load_wine_quality("red")
+    assert OrdinalRegressor(loss="sparsemap").fit(Xw[:100], yw[:100]).solver_ == "lbfgs"
+
+
+def test_bcfw_trains_the_euclidean_projection_of_a_tagger():
+    X, y = load_ewt_pos("train")
+    est = SequenceTagger(loss="projection", solver="bcfw", alpha=1e-2, tol=1e-4,
+                         random_state=0).fit(X[:30], y[:30])
+    ref = SequenceTagger(loss="projection", solver="lbfgs", alpha=1e-2, tol=1e-10,
+                         fit_intercept=False, max_iter=2000).fit(X[:30], y[:30])
+    # BCFW penalises the intercept: without one both solve the same problem
+    est_ni = SequenceTagger(loss="projection", solver="bcfw", alpha=1e-2, tol=1e-6,
+                            fit_intercept=False, random_state=0).fit(X[:30], y[:30])
+    assert est.duality_gap_ <= 1e-4
+    assert est_ni.objective_ == pytest.approx(ref.objective_, rel=1e-5)
+    assert est_ni.objective_ * (1 - est_ni.duality_gap_) <= ref.objective_ + 1e-12

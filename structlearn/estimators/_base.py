@@ -24,20 +24,28 @@ DEFAULT_TOL = {"lbfgs": 1e-5, "sgd": 1e-4, "bcfw": 1e-3, "cutting-plane": 1e-4}
 DEFAULT_MAX_ITER = {"lbfgs": 500, "sgd": 50, "bcfw": 200, "cutting-plane": 300}
 
 
-def choose_solver(solver, loss, alpha):
+def choose_solver(solver, loss, alpha, auto_dual=()):
     """The solver an estimator runs for ``solver`` (which may be 'auto')
     and ``loss``; a ValueError for a combination that cannot work.
 
     'auto': L-BFGS for smooth losses, SGD otherwise (the averaged
-    perceptron for the perceptron loss).  BCFW, which certifies its
-    solution, is not the default: at the small ``alpha`` of large tagging
-    problems it needs about 90 epochs, 5-7 times the CRF's L-BFGS fit on
-    CoNLL-2000, where 10 SGD epochs end within 0.1 F1 of it
-    (docs/benchmarks.rst).
+    perceptron for the perceptron loss); BCFW, when ``alpha > 0``, for the
+    losses whose ``dual_quadratic`` is in ``auto_dual`` (an estimator's
+    choice: ``('unary',)``, the SparseMAP losses, for the tagger).  For the max-margin losses BCFW,
+    which certifies its solution, is not the default: on CoNLL-2000 (``alpha
+    = 2 / n``) it needs about 60 epochs, 0.8 times the CRF's L-BFGS fit on
+    one thread, where 10 SGD epochs take a fifth of that and end within 0.1
+    F1 of it.  For the SparseMAP losses on chains it certifies 1e-3 in 15
+    epochs, about half the CRF's fit time, where L-BFGS takes four times the
+    CRF's (docs/benchmarks.rst).
     """
     perceptron = loss.perceptron_update
     if solver == "auto":
-        solver = "lbfgs" if loss.smooth else "sgd"
+        if loss.dual_quadratic is not None and loss.dual_quadratic in auto_dual \
+                and alpha > 0:
+            solver = "bcfw"
+        else:
+            solver = "lbfgs" if loss.smooth else "sgd"
     if solver == "lbfgs" and not loss.smooth:
         raise ValueError(
             f"solver='lbfgs' needs a smooth loss; {loss} is not smooth. "
@@ -49,9 +57,9 @@ def choose_solver(solver, loss, alpha):
     if solver == "bcfw" and not (loss.piecewise_affine or loss.dual_quadratic):
         raise ValueError(
             f"solver='bcfw' trains the max-margin losses ('hinge', 'hinge-slack', "
-            f"'hinge-approx-slack', 'poslearn') and the SparseMAP losses ('sparsemap', "
-            f"'m-sparsemap'); {loss} is neither. Use solver='lbfgs' (smooth losses) "
-            f"or 'auto'.")
+            f"'hinge-approx-slack', 'poslearn'), the SparseMAP losses ('sparsemap', "
+            f"'m-sparsemap') and the Euclidean projection losses; {loss} is none of "
+            f"them. Use solver='lbfgs' (smooth losses) or 'auto'.")
     if solver in ("cutting-plane", "bcfw") and alpha <= 0:
         raise ValueError(f"solver={solver!r} needs alpha > 0.")
     return solver
@@ -96,6 +104,13 @@ class StructuredLinearModel(BaseEstimator):
     ``_labels_to_output(labels)``.
     """
 
+    #: the kinds of quadratic dual (``loss.dual_quadratic``: 'unary' for
+    #: SparseMAP and m-SparseMAP, 'all' for the Euclidean projections) that
+    #: ``solver='auto'`` trains by BCFW rather than L-BFGS (see
+    #: :func:`choose_solver`); set by the estimators whose benchmarks
+    #: support it
+    _auto_dual = ()
+
     _default_loss = "projection"
     #: L-BFGS stopping rule: None = projected gradient below ``tol``; an
     #: integer = relative objective decrease over that many iterations.
@@ -132,7 +147,7 @@ class StructuredLinearModel(BaseEstimator):
         if self.tol is not None and (not isinstance(self.tol, numbers.Real)
                                      or not self.tol >= 0):
             raise ValueError(f"tol must be a non-negative number or None, got {self.tol!r}.")
-        return choose_solver(self.solver, loss, self.alpha)
+        return choose_solver(self.solver, loss, self.alpha, self._auto_dual)
 
     def _validate_X(self, X, reset):
         """Checked X (:func:`structlearn._validation.check_matrix`); records
@@ -214,8 +229,9 @@ class StructuredLinearModel(BaseEstimator):
         return SelectionSetup(problem, param_column, d, np.arange(d), names,
                               _ArrayRestrictor(d), column_names=lambda: list(names))
 
-    def _initial_point(self, problem, loss, structure_cls, previous, with_loss):
-        """Starting weights of a solver run.
+    def _initial_point(self, problem, loss, structure_cls, previous, with_loss, solver):
+        """Starting weights of a solver run (``solver='bcfw'`` starts from
+        its dual iterate instead: zeros).
 
         The previous solution with ``warm_start`` (when its size still
         fits); for losses that run the SparseMAP active set on every sample,
@@ -225,6 +241,8 @@ class StructuredLinearModel(BaseEstimator):
         zeros otherwise.  ``with_loss(loss)`` builds the same problem with
         another loss.
         """
+        if solver == "bcfw":
+            return np.zeros(problem.n_params)
         if previous is not None and len(previous) == problem.n_params:
             return np.array(previous, dtype=np.float64)
         if uses_active_set(loss, structure_cls):

@@ -391,7 +391,7 @@ class DependencyParser(StructuredLinearModel):
 
         problem = problem_with(loss)
         z0 = self._initial_point(problem, loss, Tree, self.coef_ if warm else None,
-                                 problem_with)
+                                 problem_with, solver)
         z, n_iter, obj = self._run_solver(solver, problem, z0, loss, (heads, word_off))
         check_solution(z, obj, "DependencyParser")
         self.coef_ = np.array(z, dtype=np.float64)
