@@ -777,17 +777,67 @@ def test_auto_trains_the_sparsemap_tagger_by_bcfw_and_the_rest_as_before():
     X, y = X[:40], y[:40]
     for loss, solver in (("sparsemap", "bcfw"), ("m-sparsemap", "bcfw"),
                          ("projection", "lbfgs"), ("crf", "lbfgs")):
-        est = SequenceTagger(loss=loss, alpha=1e-2).fit(X, y)
+        est = SequenceTagger(loss=loss, alpha=0.05).fit(X, y)   # alpha * n = 2
         assert est.solver_ == solver
         if solver == "bcfw":
             assert est.duality_gap_ <= 1e-3
-    # alpha = 0 has no dual: L-BFGS
-    est = SequenceTagger(loss="sparsemap", alpha=0.0, max_iter=5)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        assert est.fit(X, y).solver_ == "lbfgs"
+    # alpha * n < 1 (weakly regularised: many epochs) or alpha = 0 (no dual):
+    # L-BFGS, as an explicit solver= is always obeyed
+    for alpha in (0.02, 0.0):
+        est = SequenceTagger(loss="sparsemap", alpha=alpha, max_iter=5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            assert est.fit(X, y).solver_ == "lbfgs"
+    assert SequenceTagger(loss="sparsemap", alpha=0.02, solver="bcfw",
+                          max_iter=3).fit(X, y).solver_ == "bcfw"
     Xw, yw = load_wine_quality("red")
     assert OrdinalRegressor(loss="sparsemap").fit(Xw[:100], yw[:100]).solver_ == "lbfgs"
+
+
+@pytest.mark.parametrize("make,data", [
+    (lambda **kw: SequenceTagger(loss="sparsemap", **kw), "pos"),
+    (lambda **kw: SequenceTagger(loss="m-sparsemap", **kw), "pos"),
+    (lambda **kw: DependencyParser(loss="sparsemap", **kw), "parse"),
+], ids=["tagger-sparsemap", "tagger-m-sparsemap", "parser-sparsemap"])
+def test_sparsemap_by_bcfw_matches_lbfgs_on_the_estimators_own_problems(make, data):
+    # the estimators' own problems (their unary_sizes, part columns and
+    # warm-started pieces), without an intercept so that both solvers have
+    # the same objective: BCFW's certificate brackets L-BFGS's optimum
+    if data == "pos":
+        X, y = load_ewt_pos("train")
+        X, y = X[:30], y[:30]
+        kw, tol = dict(fit_intercept=False), 1e-6
+    else:
+        train = load_ewt("train")[:15]
+        X, y = [s.tokens for s in train], [s.heads for s in train]
+        kw, tol = {}, 1e-5
+    alpha = 2.0 / len(X)
+    est = make(solver="bcfw", alpha=alpha, tol=tol, random_state=0, **kw).fit(X, y)
+    ref = make(solver="lbfgs", alpha=alpha, tol=1e-12, max_iter=3000, random_state=0,
+               **kw).fit(X, y)
+    assert est.duality_gap_ <= tol
+    # L-BFGS stalls on this piecewise-quadratic objective within ~1e-4 of
+    # its optimum; BCFW's point is within its tolerance of L-BFGS's value,
+    # and its certified lower bound lies below that value
+    assert est.objective_ <= ref.objective_ * (1 + tol)
+    assert est.objective_ == pytest.approx(ref.objective_, rel=1e-4)
+    assert est.objective_ * (1 - est.duality_gap_) <= ref.objective_
+
+
+def test_bcfw_warm_start_of_a_quadratic_dual():
+    # the dual iterate kept by warm_start carries the atoms; their quadratic
+    # term enters the restored dual value, so the certificate stays valid
+    X, y = load_ewt_pos("train")
+    X, y = X[:30], y[:30]
+    cold = SequenceTagger(loss="sparsemap", solver="bcfw", alpha=0.05, tol=1e-6,
+                          random_state=0, fit_intercept=False).fit(X, y)
+    warm = SequenceTagger(loss="sparsemap", solver="bcfw", alpha=0.1, tol=1e-6,
+                          random_state=0, fit_intercept=False, warm_start=True).fit(X, y)
+    warm.set_params(alpha=0.05)
+    warm.fit(X, y)
+    assert warm.duality_gap_ <= 1e-6
+    assert warm.objective_ == pytest.approx(cold.objective_, rel=1e-5)
+    assert warm.n_iter_ < cold.n_iter_
 
 
 def test_bcfw_trains_the_euclidean_projection_of_a_tagger():

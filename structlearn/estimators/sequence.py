@@ -437,10 +437,11 @@ class SequenceTagger(StructuredLinearModel):
         A per-tag bias (unpenalised, except by ``solver='bcfw'`` and
         ``'cutting-plane'``, which penalise every weight).
     solver : {'auto', 'lbfgs', 'sgd', 'bcfw', 'cutting-plane'}, default='auto'
-        'auto': BCFW for 'sparsemap' and 'm-sparsemap' (with ``alpha > 0``;
-        on CoNLL-2000 about half the CRF's L-BFGS fit time, where L-BFGS on
-        these losses takes about four times it), L-BFGS for the other smooth
-        losses, averaged SGD (averaged perceptron for 'perceptron')
+        'auto': BCFW for 'sparsemap' and 'm-sparsemap' when ``alpha *
+        n_sequences >= 1`` (on CoNLL-2000 at ``alpha * n = 2`` about half the
+        CRF's L-BFGS fit time, where L-BFGS on these losses takes about four
+        times it; BCFW penalises the per-tag bias too, so the model differs
+        slightly from the L-BFGS one), L-BFGS for the other smooth losses, averaged SGD (averaged perceptron for 'perceptron')
         otherwise.  'bcfw' trains the max-margin and SparseMAP losses to a
         certified duality gap (see :class:`structlearn.LabelRanker`); at
         small ``alpha`` on large data the max-margin losses need many epochs
@@ -504,7 +505,8 @@ class SequenceTagger(StructuredLinearModel):
     they carry no information for training and are predicted as ``[]``.
     """
 
-    #: SparseMAP and m-SparseMAP by BCFW (docs/benchmarks.rst: CoNLL-2000)
+    #: SparseMAP and m-SparseMAP by BCFW at ``alpha * n >= 1`` (docs/benchmarks.rst:
+    #: CoNLL-2000); note that BCFW penalises the per-tag bias as well
     _auto_dual = ("unary",)
 
     _lbfgs_period = 10
@@ -547,6 +549,7 @@ class SequenceTagger(StructuredLinearModel):
                                 self.fit_intercept, self.n_jobs, self.transitions)
 
         problem = problem_with(loss)
+        solver = self._dual_when_auto(solver, loss, problem.n_samples)
         z0 = self._initial_point(problem, loss, Chain, self._z if warm else None,
                                  problem_with, solver)
         z0[problem.frozen] = 0.0  # a warm start from a model with transitions

@@ -189,8 +189,7 @@ def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qsp
     and slope ``g_v = A_i^T a_v``.  With the other blocks fixed, the dual
     restricted to the working set is the concave quadratic
 
-        f(beta) = 1/n sum_v beta_v c_v - lam/2 ||w||^2
-                  + 1/(2n) (sum_v beta_v Q_vv - beta^T Q beta),
+        f(beta) = 1/n sum_v beta_v (c_v + Q_vv / 2) - beta^T Q beta / (2n) - lam/2 ||w||^2,
         w = w_rest - 1/(lam n) sum_v beta_v g_v,
 
     where ``Q`` is the Gram matrix of the slopes restricted to the
