@@ -854,3 +854,15 @@ def test_bcfw_trains_the_euclidean_projection_of_a_tagger():
     assert est.duality_gap_ <= 1e-4
     assert est_ni.objective_ == pytest.approx(ref.objective_, rel=1e-5)
     assert est_ni.objective_ * (1 - est_ni.duality_gap_) <= ref.objective_ + 1e-12
+
+
+def test_range_caches_serve_only_their_own_range():
+    from structlearn.structures.base import RangeCaches, SupportCache
+    caches = RangeCaches()
+    a = caches.get(np.arange(5, 9))
+    assert isinstance(a, SupportCache)
+    assert caches.get(np.arange(5, 9)) is a               # the same range: its cache
+    assert caches.get(np.arange(5, 8)) is not a           # another length
+    assert caches.get(np.arange(6, 10)) is not a          # another start
+    for idx in ([5, 7, 8, 9], [8, 7, 6, 5], [5, 6, 6, 7], []):   # not a range
+        assert caches.get(np.array(idx, dtype=np.int64)) is None

@@ -14,7 +14,7 @@ from ..kernels.tree import projective_trees, tree_arc_offsets, validate_heads
 from ..losses import get_loss
 from ..metrics import uas
 from ..solvers import n_workers, split_concat, thread_map
-from ..structures.base import SupportCache
+from ..structures.base import RangeCaches, SupportCache
 from ..structures.tree import Tree
 from ._base import StructuredLinearModel, uses_active_set
 
@@ -87,9 +87,8 @@ class ParserProblem:
             # previous evaluation (mini-batches are not cached)
             for st in self.structures:
                 st.warm_cache = SupportCache()
-        #: the warm-start caches of :meth:`pieces` (ranges of sentences), with
-        #: the active set
-        self.piece_caches = {} if uses_active_set(loss, Tree) else None
+        #: the warm-start caches of :meth:`pieces`, with the active set
+        self.piece_caches = RangeCaches() if uses_active_set(loss, Tree) else None
 
     def _structure(self, a, b):
         wo = self.word_off[a:b + 1] - self.word_off[a]
@@ -184,12 +183,7 @@ class ParserProblem:
         idx = np.asarray(idx, dtype=np.int64)
 
         def run(sub):
-            warm = None
-            if self.piece_caches is not None and len(sub) and \
-                    sub[-1] - sub[0] + 1 == len(sub) and np.all(np.diff(sub) == 1):
-                # a range of sentences (the dual solver's certificate passes
-                # it each epoch): its solves start from the last supports
-                warm = self.piece_caches.setdefault((int(sub[0]), len(sub)), SupportCache())
+            warm = None if self.piece_caches is None else self.piece_caches.get(sub)
             vals, G, _, theta = self._batch_losses(z, sub, 1.0, with_scores=True, warm=warm)
             return vals, theta, G
 

@@ -26,7 +26,7 @@ from ..kernels.linear import (
 )
 from ..losses import CRF, get_loss
 from ..solvers import n_workers, split_concat, thread_map
-from ..structures.base import SupportCache
+from ..structures.base import RangeCaches, SupportCache
 from ..structures.chain import Chain
 from ._base import StructuredLinearModel, uses_active_set
 
@@ -219,9 +219,8 @@ class ChainProblem:
             # evaluation of the same sentences (mini-batches are not cached).
             for batch in self.chunks:
                 batch.structure.warm_cache = SupportCache()
-        #: the warm-start caches of :meth:`pieces` (ranges of sequences), with
-        #: the active set
-        self.piece_caches = {} if uses_active_set(loss, Chain) else None
+        #: the warm-start caches of :meth:`pieces`, with the active set
+        self.piece_caches = RangeCaches() if uses_active_set(loss, Chain) else None
 
     def unpack(self, z):
         K, S = self.K, self.n_support
@@ -340,13 +339,8 @@ class ChainProblem:
 
         def run(sub):
             batch = _ChainBatch.select(self.tokens, self.tok_off, self.y, self.K, sub)
-            if self.piece_caches is not None and len(sub) and \
-                    sub[-1] - sub[0] + 1 == len(sub) and np.all(np.diff(sub) == 1):
-                # a range of sequences (the dual solver's certificate passes
-                # it each epoch): its solves start from the last supports
-                key = (int(sub[0]), len(sub))
-                batch.structure.warm_cache = self.piece_caches.setdefault(key,
-                                                                          SupportCache())
+            if self.piece_caches is not None:
+                batch.structure.warm_cache = self.piece_caches.get(sub)
             theta = self.scores(z, batch)
             vals, G = self.loss.value_and_grad(theta, batch.y, batch.structure)
             return vals, theta, np.asarray(G, dtype=np.float64)
@@ -441,9 +435,10 @@ class SequenceTagger(StructuredLinearModel):
         n_sequences >= 1`` (on CoNLL-2000 at ``alpha * n = 2`` about half the
         CRF's L-BFGS fit time, where L-BFGS on these losses takes about four
         times it; BCFW penalises the per-tag bias too, so the model differs
-        slightly from the L-BFGS one), L-BFGS for the other smooth losses, averaged SGD (averaged perceptron for 'perceptron')
-        otherwise.  'bcfw' trains the max-margin and SparseMAP losses to a
-        certified duality gap (see :class:`structlearn.LabelRanker`); at
+        slightly from the L-BFGS one), L-BFGS for the other smooth losses,
+        averaged SGD (averaged perceptron for 'perceptron') otherwise.
+        'bcfw' trains the max-margin and SparseMAP losses to a certified
+        duality gap (see :class:`structlearn.LabelRanker`); at
         small ``alpha`` on large data the max-margin losses need many epochs
         (docs/benchmarks.rst).
     max_iter : int, default=None

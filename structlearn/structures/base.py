@@ -68,6 +68,26 @@ class SupportCache:
         return sum(a.nbytes for e in self.entries.values() for a in e)
 
 
+class RangeCaches:
+    """One :class:`SupportCache` per contiguous range of a training
+    problem's examples, for the passes that come back to the same ranges
+    (the dual solver's certificate passes a fixed chunking every epoch):
+    their active-set solves start from the previous pass's supports.  A
+    cache is keyed by the range's first example and length, so it only ever
+    serves the same examples in the same order."""
+
+    def __init__(self):
+        self._caches = {}
+
+    def get(self, idx):
+        """The cache of the examples ``idx`` (int array) if they are an
+        ascending contiguous range, else None (e.g. a random mini-batch)."""
+        if len(idx) == 0 or idx[-1] - idx[0] + 1 != len(idx) or \
+                not np.all(np.diff(idx) == 1):
+            return None
+        return self._caches.setdefault((int(idx[0]), len(idx)), SupportCache())
+
+
 def ragged_active_set(theta, part_off, n_unary, oracle, params, params_off, max_iter, tol,
                       cache=None, key=None, encode=None, n_rows=None, row_width=None):
     """Active-set SparseMAP on every structure of a ragged batch.
