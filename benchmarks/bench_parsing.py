@@ -30,6 +30,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import shlex  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -133,7 +134,10 @@ def run(name, alpha, data, n_jobs, solver="auto"):
     t0 = time.perf_counter()
     pred_te = est.predict(Xte)
     predict_s = time.perf_counter() - t0
-    row = dict(model=name, alpha=alpha, fit_s=round(fit_s, 1), n_iter=est.n_iter_,
+    gap = est.duality_gap_
+    row = dict(model=name, alpha=alpha, solver=est.solver_,
+               gap=None if gap is None else float(f"{gap:.2g}"),
+               fit_s=round(fit_s, 1), n_iter=est.n_iter_,
                dev_uas=round(100 * est.score(Xdev, ydev), 2),
                test_uas=round(100 * uas(yte, pred_te), 2),
                test_uas_nopunct=round(100 * uas(yte, pred_te, [[t["upos"] for t in s]
@@ -156,6 +160,9 @@ def main():
     ap.add_argument("--losses", default=",".join(LOSSES))
     ap.add_argument("--alphas", default=None,
                     help="comma-separated alpha grid for every loss (default: per loss)")
+    ap.add_argument("--loss-alphas", default="",
+                    help="per-loss grids overriding --alphas, e.g. "
+                         "'crf=2e-5,1.6e-4;sparsemap=1.6e-4,1.6e-3'")
     ap.add_argument("--n-train", type=int, default=None)
     ap.add_argument("--quick", action="store_true", help="2,000 training sentences; print only")
     ap.add_argument("--n-jobs", type=int, default=2)
@@ -169,22 +176,26 @@ def main():
           flush=True)
     rows = []
     speed = None
+    per_loss = dict(item.split("=", 1) for item in args.loss_alphas.split(";") if item)
     for name in args.losses.split(","):
-        grid = ([float(a) for a in args.alphas.split(",")] if args.alphas
+        grid = ([float(a) for a in per_loss[name].split(",")] if name in per_loss
+                else [float(a) for a in args.alphas.split(",")] if args.alphas
                 else LOSSES[name][2])
         if name == "perceptron":
             grid = [0.0]
         best = None
         for alpha in grid:
             row, est = run(name, alpha, data, args.n_jobs, args.solver)
+            row["selected"] = False
             print(json.dumps(row), flush=True)
-            if best is None or row["dev_uas"] > best[0]["dev_uas"]:
-                best = (row, est)
+            rows.append(row)
+            if best is None or row["dev_uas"] > best["dev_uas"]:
+                best = row
             if speed is None:
                 speed = decoding_speed(est, data[4])
                 print(json.dumps({"decoding_sent_per_s": speed}), flush=True)
-        best[0]["selected"] = True
-        rows.append(best[0])
+            del est
+        best["selected"] = True
     if args.quick:
         return
     suffix = "" if n_train is None else f"_n{n_train}"
@@ -201,16 +212,21 @@ def main():
     write_csv(csv_path, allrows)
     info = machine_info()
     lines = [f"# Dependency parsing benchmark: UD English EWT{suffix}", "",
-             f"Command: `python benchmarks/bench_parsing.py{' --n-train ' + str(n_train) if n_train else ''}` "
+             f"Command: `python benchmarks/bench_parsing.py {shlex.join(sys.argv[1:])}` "
              f"(n_jobs={args.n_jobs}; alpha selected on dev when a grid is given; rows "
              f"'loss (sgd)': `--solver sgd`, {EPOCHS} epochs of averaged SGD instead of "
-             f"L-BFGS).", "",
+             f"L-BFGS; every alpha of a grid is a row, the dev-selected one marked *; "
+             f"gap: the relative duality gap at the stop).", "",
              "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()), "",
-             md_table(["loss", "alpha", "dev UAS", "test UAS", "test UAS (no punct)", "fit (s)",
-                       "iterations", "epoch (s)", "feature cache (s)", "predict (sent/s)",
+             md_table(["loss", "alpha", "solver", "dev UAS", "test UAS", "test UAS (no punct)",
+                       "fit (s)", "iterations", "gap", "epoch (s)", "feature cache (s)",
+                       "predict (sent/s)",
                        "SparseMAP trees / sentence (mean, % single, % <= 5)"],
-                      [[r["model"], r["alpha"], r["dev_uas"], r["test_uas"],
-                        r["test_uas_nopunct"], r["fit_s"], r["n_iter"], r["epoch_s"],
+                      [[r["model"], f"{r['alpha']}{' *' if r.get('selected') in (True, 'True') else ''}",
+                        r.get("solver", ""), r["dev_uas"], r["test_uas"],
+                        r["test_uas_nopunct"], r["fit_s"], r["n_iter"],
+                        "" if r.get("gap") in (None, "", "None") else r["gap"],
+                        r["epoch_s"],
                         r["cache_s"], r["predict_sent_per_s"],
                         (f"{r['support_mean']} / {float(r['support_1']) * 100:.0f}% / "
                          f"{float(r['support_le5']) * 100:.0f}%") if r.get("support_mean")

@@ -88,6 +88,43 @@ def test_lbfgs_period_rule_stops_on_a_stalled_objective():
     assert (f_loose - f_tight) / f_tight < 1e-1
 
 
+@pytest.mark.parametrize("max_iter", [1, 3, 8, 40])
+def test_lbfgs_relative_gap_bounds_the_suboptimality(max_iter):
+    # the certificate ||grad P||^2 / (2 alpha P) at any point bounds
+    # (P - min P) / P, with min P from scipy; at the optimum it vanishes
+    pb = logistic_problem(seed=3)
+    alpha = 1e-2
+
+    def obj(z):
+        v, g = pb.value_and_grad(z)
+        return v.mean() + 0.5 * alpha * z @ z, g / pb.n_samples + alpha * z
+
+    best = scipy.optimize.minimize(obj, np.zeros(15), jac=True, method="L-BFGS-B",
+                                   options=dict(gtol=1e-12, ftol=1e-15, maxiter=10000)).fun
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        z, _, f, gap = lbfgs(pb, alpha, np.zeros(15), tol=1e-12, max_iter=max_iter,
+                             return_gap=True)
+    _, g = obj(z)
+    assert f == pytest.approx(obj(z)[0], rel=1e-12)
+    assert gap == pytest.approx(g @ g / (2 * alpha * f), rel=1e-9)
+    assert (f - best) / f <= gap + 1e-12
+    if max_iter == 40:
+        assert gap < 1e-9
+    else:
+        assert gap > 1e-6  # a point short of the optimum has a visible gap
+
+
+def test_lbfgs_gap_is_none_when_a_coordinate_is_not_penalised():
+    pb = logistic_problem()
+    pb.penalized = np.ones(15, dtype=bool)
+    pb.penalized[0] = False
+    *_, gap = lbfgs(pb, 1e-2, np.zeros(15), tol=1e-9, return_gap=True)
+    assert gap is None
+    *_, gap = lbfgs(logistic_problem(), 0.0, np.zeros(15), tol=1e-9, return_gap=True)
+    assert gap is None
+
+
 def test_lbfgs_minimises_a_barrier_function():
     # a barrier: +inf outside the unit ball; minimum of ||z - c||^2 inside it
     c = np.array([0.3, -0.2, 0.1])

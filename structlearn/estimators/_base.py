@@ -264,7 +264,8 @@ class StructuredLinearModel(BaseEstimator):
     def _record_fit(self, loss, solver, n_iter, obj, t_start):
         """Set the fit summary attributes (and report it with ``verbose``):
         ``duality_gap_`` is the relative duality gap at the stop for the
-        solvers with a certificate ('bcfw', 'cutting-plane'), None otherwise."""
+        solvers with a certificate ('bcfw', 'cutting-plane', and 'lbfgs'
+        where every coordinate is penalised: the parser), None otherwise."""
         self.loss_ = loss
         self.solver_ = solver
         self.n_iter_ = n_iter
@@ -295,9 +296,12 @@ class StructuredLinearModel(BaseEstimator):
         alpha = float(self.alpha)
         self._last_gap = self._last_state = None
         if solver == "lbfgs":
-            return lbfgs(problem, alpha, z0, tol=tol, verbose=self.verbose,
-                         max_iter=max_iter, period=self._lbfgs_period,
-                         history=loss.lbfgs_history or self._lbfgs_history)
+            z, n_iter, obj, gap = lbfgs(problem, alpha, z0, tol=tol, verbose=self.verbose,
+                                        max_iter=max_iter, period=self._lbfgs_period,
+                                        history=loss.lbfgs_history or self._lbfgs_history,
+                                        return_gap=True)
+            self._last_gap = gap
+            return z, n_iter, obj
         if solver == "cutting-plane":
             z, n_iter, obj, gap = cutting_plane(problem, alpha, z0, tol=tol,
                                                 verbose=self.verbose, max_iter=max_iter,

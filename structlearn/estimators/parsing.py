@@ -323,6 +323,10 @@ class DependencyParser(StructuredLinearModel):
     vectorizer_ : ArcVectorizer
     coef_ : ndarray (n_features,)
     n_iter_, objective_, solver_, loss_, duality_gap_
+        ``duality_gap_``: the relative duality gap at the stop, for
+        ``solver='bcfw'`` and ``'lbfgs'`` (every weight is penalised, so the
+        L-BFGS point certifies ``||grad P||^2 / (2 alpha P)``: the docstring of
+        ``structlearn.solvers.lbfgs``); None for SGD.
 
     Notes
     -----

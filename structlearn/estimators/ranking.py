@@ -70,7 +70,8 @@ class LabelRanker(StructuredLinearModel):
         Final regularised objective.
     duality_gap_ : float or None
         Relative duality gap at the stop ('bcfw', 'cutting-plane'; None
-        for the other solvers).
+        for the other solvers, and for 'lbfgs', whose gap certificate
+        needs every coordinate penalised and the intercept is not).
     """
 
     def __init__(self, polytope="permutahedron", loss="projection", alpha=1e-3,

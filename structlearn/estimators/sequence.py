@@ -489,6 +489,10 @@ class SequenceTagger(StructuredLinearModel):
         ``transition_[a, b]``: score of tag ``b`` following tag ``a``.
     start_, end_ : ndarray (n_tags,)
     n_iter_, objective_, solver_, loss_, duality_gap_
+        ``duality_gap_``: the relative duality gap at the stop, for
+        ``solver='bcfw'``, and for ``'lbfgs'`` with ``fit_intercept=False``
+        (the unpenalised per-tag bias leaves L-BFGS's point without a
+        feasible dual point); None otherwise.
 
     Notes
     -----
