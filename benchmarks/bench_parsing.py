@@ -59,6 +59,7 @@ LOSSES = {
     "hinge": ("hinge", {"max_iter": EPOCHS}, [1e-5]),
     "hinge-approx-slack": ("hinge-approx-slack", {"max_iter": EPOCHS}, [1e-5]),
     "poslearn": ("poslearn", {"max_iter": EPOCHS}, [1e-5]),
+    "hinge (bcfw)": ("hinge", {"solver": "bcfw", "max_iter": 100}, [1.6e-3]),
     "crf": ("crf", {}, [1.6e-4]),
     "sparsemap": ("sparsemap", {}, [1.6e-4]),
     "m-sparsemap": ("m-sparsemap", {}, [1.6e-4]),
@@ -203,12 +204,19 @@ def main():
     out = RESULTS / f"parsing_ewt{suffix}"
     csv_path = out.with_suffix(".csv")
     old = []
-    if csv_path.exists():  # merge: keep rows of losses not re-run
+    if csv_path.exists():  # merge: keep the rows (loss, alpha) not re-run
         import csv
 
         with open(csv_path) as fh:
-            old = [r for r in csv.DictReader(fh) if r["model"] not in {r["model"] for r in rows}]
+            new = {(r["model"], float(r["alpha"])) for r in rows}
+            old = [r for r in csv.DictReader(fh)
+                   if (r["model"], float(r["alpha"])) not in new]
     allrows = old + rows
+    for model in {r["model"] for r in allrows}:  # dev selection over old and new rows
+        same = [r for r in allrows if r["model"] == model]
+        best = max(same, key=lambda r: float(r["dev_uas"]))
+        for r in same:
+            r["selected"] = r is best
     write_csv(csv_path, allrows)
     info = machine_info()
     lines = [f"# Dependency parsing benchmark: UD English EWT{suffix}", "",
