@@ -456,6 +456,19 @@ def test_estimators_report_the_gap_and_match_cutting_plane():
     assert a.objective_ == pytest.approx(b.objective_, rel=2e-5)
     c = OrdinalRegressor(loss="hinge", solver="sgd", random_state=0).fit(X, y)
     assert c.duality_gap_ is None
+    # L-BFGS certifies its point only when nothing is left unpenalised
+    d = OrdinalRegressor(loss="crf", solver="lbfgs", alpha=0.01).fit(X, y)
+    assert d.duality_gap_ is None
+    e = OrdinalRegressor(loss="crf", solver="lbfgs", alpha=0.01, fit_intercept=False,
+                         tol=1e-8).fit(X, y)
+    assert 0 <= e.duality_gap_ < 1e-6
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        early = OrdinalRegressor(loss="crf", solver="lbfgs", alpha=0.01, fit_intercept=False,
+                                 max_iter=2).fit(X, y)
+    # the early point's certificate brackets the converged objective
+    assert early.duality_gap_ > 1e-6
+    assert early.objective_ * (1 - early.duality_gap_) <= e.objective_ <= early.objective_
 
 
 @pytest.mark.parametrize("make", [

@@ -265,7 +265,8 @@ class StructuredLinearModel(BaseEstimator):
         """Set the fit summary attributes (and report it with ``verbose``):
         ``duality_gap_`` is the relative duality gap at the stop for the
         solvers with a certificate ('bcfw', 'cutting-plane', and 'lbfgs'
-        where every coordinate is penalised: the parser), None otherwise."""
+        where every coordinate is penalised: the parser, and the other
+        estimators with ``fit_intercept=False``), None otherwise."""
         self.loss_ = loss
         self.solver_ = solver
         self.n_iter_ = n_iter

@@ -69,9 +69,9 @@ class LabelRanker(StructuredLinearModel):
     objective_ : float
         Final regularised objective.
     duality_gap_ : float or None
-        Relative duality gap at the stop ('bcfw', 'cutting-plane'; None
-        for the other solvers, and for 'lbfgs', whose gap certificate
-        needs every coordinate penalised and the intercept is not).
+        Relative duality gap at the stop ('bcfw', 'cutting-plane', and
+        'lbfgs' with ``fit_intercept=False``: its certificate needs every
+        coordinate penalised, and the intercept is not); None otherwise.
     """
 
     def __init__(self, polytope="permutahedron", loss="projection", alpha=1e-3,
