@@ -194,7 +194,8 @@ def main():
             del est
     if args.quick:
         return
-    suffix = "" if n_train is None else f"_n{n_train}"
+    suffix = ("" if n_train is None else f"_n{n_train}") + (
+        "" if args.n_jobs == 2 else f"_nj{args.n_jobs}")  # per-core runs apart
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"parsing_ewt{suffix}"
     csv_path = out.with_suffix(".csv")

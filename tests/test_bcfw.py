@@ -434,6 +434,16 @@ def test_block_entries_of_the_linear_problem(sparse, tied):
         q, y = 3, (rng.rand(9, 3) < 0.5).astype(int)
     problem = LinearProblem(X, y, st, Hinge(), q, True, tie=tie)
     _check_block_entries(problem, rng)
+    # a unit score vector (a part's column) touches one weight row and one
+    # intercept: no stored zeros for the other rows (they made each visit of
+    # a dense multilabel example q times slower)
+    if not tied:
+        D = np.zeros(2 * 3)
+        D[1] = D[3 + 2] = 1.0
+        cols, vals, ptr = problem.block_entries(np.array([0, 1]), D)
+        nnz = [np.count_nonzero(np.asarray(X[i].todense() if sparse else X[i])) for i in (0, 1)]
+        assert list(np.diff(ptr)) == [nnz[0] + 1, nnz[1] + 1]
+        assert np.all(vals != 0)
 
 
 # ----------------------------------------------------------------- estimators

@@ -40,26 +40,39 @@ def outer_entries(indptr, indices, data, Dt, n_cols, D, bias_off):
     the intercept at ``bias_off``, or an empty array without intercept).
 
     Returns ``(cols, vals, ptr)``, the entries of row ``i`` at
-    ``ptr[i]:ptr[i+1]``."""
+    ``ptr[i]:ptr[i+1]``.  Weight rows and intercepts whose gradient is
+    exactly zero give no entries: the solver's part columns are unit
+    score vectors, each touching one weight row of the ``q``."""
     n, q = Dt.shape
     p = D.shape[1] if D.shape[0] == n else 0
     ptr = np.zeros(n + 1, dtype=np.int64)
     for i in range(n):
-        ptr[i + 1] = ptr[i] + q * (indptr[i + 1] - indptr[i]) + p
+        rows = 0
+        for r in range(q):
+            if Dt[i, r] != 0.0:
+                rows += 1
+        bias = 0
+        for k in range(p):
+            if D[i, k] != 0.0:
+                bias += 1
+        ptr[i + 1] = ptr[i] + rows * (indptr[i + 1] - indptr[i]) + bias
     cols = np.empty(ptr[n], dtype=np.int64)
     vals = np.empty(ptr[n])
     for i in range(n):
         o = ptr[i]
         for r in range(q):
             g = Dt[i, r]
+            if g == 0.0:
+                continue
             for e in range(indptr[i], indptr[i + 1]):
                 cols[o] = r * n_cols + indices[e]
                 vals[o] = g * data[e]
                 o += 1
         for k in range(p):
-            cols[o] = bias_off + k
-            vals[o] = D[i, k]
-            o += 1
+            if D[i, k] != 0.0:
+                cols[o] = bias_off + k
+                vals[o] = D[i, k]
+                o += 1
     return cols, vals, ptr
 
 
