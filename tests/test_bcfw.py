@@ -481,25 +481,53 @@ def test_estimators_report_the_gap_and_match_cutting_plane():
     assert early.objective_ * (1 - early.duality_gap_) <= e.objective_ <= early.objective_
 
 
-@pytest.mark.parametrize("make", [
-    lambda: LabelRanker(polytope="birkhoff"), lambda: MultiLabelClassifier(),
-    lambda: OrdinalRegressor()])
-def test_fixed_size_hinge_converges_on_bundled_data(make):
-    from structlearn.datasets import load_label_ranking
+def _bundled(kind):
+    from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.preprocessing import StandardScaler
-    est = make()
-    if isinstance(est, LabelRanker):
+    from structlearn.datasets import load_ewt_constructions, load_label_ranking
+    if kind in ("permutahedron", "birkhoff"):
         X, y = load_label_ranking("stock")
-    elif isinstance(est, OrdinalRegressor):
+        return LabelRanker(polytope=kind), StandardScaler().fit_transform(X), y
+    if kind == "ordinal":
         X, y = load_wine_quality("red")
-    else:
-        X, y = load_label_ranking("stock")
-        y = (y <= 2).astype(int)
-    X = StandardScaler().fit_transform(X)
-    est.set_params(loss="hinge", solver="bcfw", random_state=0, alpha=1e-2)
+        return OrdinalRegressor(), StandardScaler().fit_transform(X), y
+    texts, Y, _ = load_ewt_constructions("train")
+    X = TfidfVectorizer().fit_transform(texts)
+    if kind == "cube":
+        return MultiLabelClassifier(), X, Y
+    keep = (Y.sum(1) >= 1) & (Y.sum(1) <= 3)   # the knapsack: 1 to 3 labels
+    return MultiLabelClassifier(min_labels=1, max_labels=3), X[keep], Y[keep]
+
+
+@pytest.mark.parametrize("loss", ["hinge", "hinge-slack", "hinge-approx-slack", "poslearn"])
+@pytest.mark.parametrize("kind", ["permutahedron", "birkhoff", "ordinal", "cube", "knapsack"])
+def test_every_max_margin_loss_converges_on_bundled_data(kind, loss):
+    # the acceptance check of the dual solver: every max-margin loss on every
+    # fixed-size estimator certifies the default tol on bundled real data
+    # (at alpha = 1e-2; at the default 1e-3 the slack-type losses on the
+    # rankings need more than the default 200 epochs, docs/benchmarks.rst)
+    from structlearn.structures.base import IntractableError
+    est, X, y = _bundled(kind)
+    est.set_params(loss=loss, solver="bcfw", random_state=0, alpha=1e-2)
+    if loss == "hinge-slack" and kind in ("permutahedron", "birkhoff"):
+        with pytest.raises(IntractableError, match="hinge-approx-slack"):
+            est.fit(X, y)
+        return
     _fit_quietly(est, X, y)
-    assert est.duality_gap_ <= 1e-3
+    assert 0 <= est.duality_gap_ <= 1e-3   # the default tol
     assert est.n_iter_ < 200
+
+
+@pytest.mark.slow
+def test_every_max_margin_loss_converges_on_bundled_tagging_data():
+    # the same acceptance check for the tagger (bundled EWT POS sentences)
+    X, y = load_ewt_pos("train")
+    X, y = X[:400], y[:400]
+    for loss in ["hinge", "hinge-slack", "hinge-approx-slack", "poslearn"]:
+        est = _fit_quietly(SequenceTagger(loss=loss, solver="bcfw", alpha=1e-2,
+                                          random_state=0), X, y)
+        assert 0 <= est.duality_gap_ <= 1e-3, loss
+        assert est.n_iter_ < 200, loss
 
 
 def test_chain_bcfw_deterministic_over_threads_and_seeds():
