@@ -522,7 +522,7 @@ def test_every_max_margin_loss_converges_on_bundled_data(kind, loss):
 def test_every_max_margin_loss_converges_on_bundled_tagging_data():
     # the same acceptance check for the tagger (bundled EWT POS sentences)
     X, y = load_ewt_pos("train")
-    X, y = X[:400], y[:400]
+    X, y = X[:200], y[:200]
     for loss in ["hinge", "hinge-slack", "hinge-approx-slack", "poslearn"]:
         est = _fit_quietly(SequenceTagger(loss=loss, solver="bcfw", alpha=1e-2,
                                           random_state=0), X, y)
