@@ -58,7 +58,18 @@ class Loss(BaseEstimator):
     * ``exact_oracle`` (piecewise-affine losses): whether ``value_and_grad``
       finds a maximising piece, so that its value is the loss; False for an
       approximate violator, whose value is a lower bound of the loss (the
-      dual solver then measures its certificate differently).
+      dual solver then measures its certificate differently);
+    * ``gibbs_likelihood``: the loss is the negative log-likelihood of the
+      Gibbs distribution, ``log Z(theta) - <theta, phi(y)>`` with gradient
+      ``mu(theta) - phi(y)`` (the marginals), so that a training problem may
+      evaluate it by its own fused forward-backward and an estimator may
+      report that distribution's probabilities.  A subclass that changes
+      ``value_and_grad`` sets it to False.
+
+    and two methods of the structure class: :meth:`mean_set` (where the
+    prediction map lands: a distribution's marginals or not) and
+    :meth:`uses_active_set` (whether training runs the SparseMAP active set
+    on every example).  Estimators ask these questions, never a loss's type.
     """
 
     smooth = False
@@ -67,10 +78,27 @@ class Loss(BaseEstimator):
     exact_oracle = True
     perceptron_update = False
     lbfgs_history = None
+    gibbs_likelihood = False
     name = "loss"
 
     def check(self, structure):
         """Raise a ValueError now if ``structure`` lacks an oracle we need."""
+
+    def mean_set(self, structure_cls):
+        """Where :meth:`mean` maps the scores on ``structure_cls``.
+
+        ``'marginal'`` when the result lies in the structure's marginal
+        polytope (it holds the marginals of a distribution over the
+        outputs), the name of another of the structure's projection sets
+        (e.g. ``'cube'``: per-part values in ``[0, 1]``), or None when it is
+        no distribution's marginals (the MAP vertex, raw scores).
+        """
+        return None
+
+    def uses_active_set(self, structure_cls):
+        """Whether training evaluates the SparseMAP active set on every
+        example (so that warm-started supports pay off)."""
+        return False
 
     def value_and_grad(self, theta, y, structure):
         raise NotImplementedError
@@ -271,10 +299,14 @@ class CRF(Loss):
     """
 
     smooth = True
+    gibbs_likelihood = True
     name = "crf"
 
     def check(self, structure):
         structure.marginals(np.zeros((1, structure.n_parts)))
+
+    def mean_set(self, structure_cls):
+        return "marginal"
 
     def value_and_grad(self, theta, y, structure):
         mu, logZ = structure.marginals_and_log_partition(theta)
@@ -322,6 +354,12 @@ class SparseMAP(Loss):
     @property
     def name(self):
         return "m-sparsemap" if self.margin else "sparsemap"
+
+    def mean_set(self, structure_cls):
+        return "marginal"
+
+    def uses_active_set(self, structure_cls):
+        return True
 
     def value_and_grad(self, theta, y, structure):
         phi = structure.encode(y)
@@ -372,6 +410,17 @@ class Projection(Loss):
 
     def check(self, structure):
         structure.check_projection(self.set, self.geometry)
+
+    def mean_set(self, structure_cls):
+        marginal = getattr(structure_cls, "marginal_set", None)
+        return "marginal" if self.set in ("marginal", marginal) else self.set
+
+    def uses_active_set(self, structure_cls):
+        """The Euclidean projection onto the marginal polytope is an
+        active-set solve where the structure says so
+        (``active_set_projection``: chains, trees)."""
+        return (self.geometry == "euclidean" and self.mean_set(structure_cls) == "marginal"
+                and getattr(structure_cls, "active_set_projection", False))
 
     def value_and_grad(self, theta, y, structure):
         phi = structure.encode(y)

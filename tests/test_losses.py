@@ -315,3 +315,67 @@ def test_lazy_averaged_perceptron_equals_the_eager_average():
             z = z - pb.value_and_grad(z, idx)[1]
             iterates.append(z.copy())
     np.testing.assert_allclose(z_lazy, np.mean(iterates, axis=0), atol=1e-10)
+
+
+def test_losses_declare_where_their_mean_lands():
+    from structlearn.losses import Squared
+    from structlearn.structures import Chain, Knapsack, OrderSimplex, UnitCube
+
+    for cls in (OrderSimplex, UnitCube, Knapsack, Chain):
+        assert get_loss("crf").mean_set(cls) == "marginal"
+        assert get_loss("sparsemap").mean_set(cls) == "marginal"
+        assert get_loss("projection").mean_set(cls) == "marginal"
+        assert Projection(set=cls.marginal_set).mean_set(cls) == "marginal"
+        for name in ("hinge", "perceptron", "poslearn", "hinge-approx-slack"):
+            assert get_loss(name).mean_set(cls) is None
+        assert Squared().mean_set(cls) is None
+    assert Projection(set="cube").mean_set(Knapsack) == "cube"
+    assert Projection(set="cube").mean_set(UnitCube) == "marginal"
+    # the mean of a 'marginal' loss is a point of the marginal polytope:
+    # on the order simplex, monotone threshold marginals in [0, 1]
+    rng = np.random.RandomState(0)
+    st = OrderSimplex(5)
+    theta = rng.randn(20, st.n_parts) * 3
+    for name in ("crf", "sparsemap", "projection"):
+        mu = get_loss(name).mean(theta, st)
+        assert np.all(mu >= -1e-12) and np.all(mu <= 1 + 1e-12)
+        assert np.all(np.diff(mu, axis=1) <= 1e-12), name
+
+
+def test_only_the_crf_declares_the_gibbs_likelihood():
+    # a training problem may evaluate a loss declaring it by its own fused
+    # forward-backward: check the declaration against the definition
+    from structlearn.structures import OrderSimplex
+
+    st = OrderSimplex(4)
+    rng = np.random.RandomState(1)
+    theta = rng.randn(6, st.n_parts)
+    y = rng.randint(0, 4, 6)
+    for name in ("crf", "sparsemap", "m-sparsemap", "projection", "hinge", "poslearn",
+                 "perceptron", "squared"):
+        loss = get_loss(name)
+        value, grad = loss.value_and_grad(theta, y, st)
+        mu, logZ = st.marginals_and_log_partition(theta)
+        gibbs = np.allclose(value, logZ - st.scores(theta, y)) and \
+            np.allclose(grad, mu - st.encode(y))
+        assert loss.gibbs_likelihood == gibbs, name
+
+
+def test_estimators_never_ask_for_a_loss_type():
+    # estimators ask the loss's declared capabilities (smooth,
+    # perceptron_update, gibbs_likelihood, mean_set, uses_active_set), never
+    # its class: no estimator module names a loss class
+    import ast
+    import pathlib
+
+    import structlearn.estimators as pkg
+    import structlearn.losses as losses_mod
+
+    loss_classes = {n for n, v in vars(losses_mod).items()
+                    if isinstance(v, type) and issubclass(v, losses_mod.Loss)}
+    for path in pathlib.Path(pkg.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        names |= {a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                  for a in node.names}
+        assert not (names & (loss_classes - {"Perceptron"})), (path.name, names & loss_classes)

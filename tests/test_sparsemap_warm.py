@@ -318,15 +318,18 @@ def test_tree_warm_cache_gives_the_cold_optimum(single_root, projective):
 
 
 def test_uses_active_set_follows_the_structures_marginal_set():
-    from structlearn.estimators._base import uses_active_set
     from structlearn.losses import get_loss
-    from structlearn.structures import Tree
+    from structlearn.structures import OrderSimplex, Tree
 
     for cls, own in ((Chain, "chain"), (Tree, "tree")):
-        assert uses_active_set(get_loss("sparsemap"), cls)
-        assert uses_active_set(get_loss("projection"), cls)          # set='marginal'
-        assert uses_active_set(Projection(set=own), cls)
-        assert not uses_active_set(get_loss("crf"), cls)
-    assert not uses_active_set(Projection(set="cube"), Chain)
-    assert not uses_active_set(Projection(set="simplex", geometry="kl"), Tree)
-    assert not uses_active_set(Projection(set="tree"), Chain)
+        assert get_loss("sparsemap").uses_active_set(cls)
+        assert get_loss("projection").uses_active_set(cls)          # set='marginal'
+        assert Projection(set=own).uses_active_set(cls)
+        assert not get_loss("crf").uses_active_set(cls)
+        assert not get_loss("hinge").uses_active_set(cls)
+    assert not Projection(set="cube").uses_active_set(Chain)
+    assert not Projection(set="simplex", geometry="kl").uses_active_set(Tree)
+    assert not Projection(set="tree").uses_active_set(Chain)
+    # a fixed-size structure's projection is its own algorithm, not the active set
+    assert not Projection().uses_active_set(OrderSimplex)
+    assert get_loss("sparsemap").uses_active_set(OrderSimplex)

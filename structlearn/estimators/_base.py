@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_matrix, check_solution
-from ..losses import Perceptron, Projection, SparseMAP, get_loss
+from ..losses import Perceptron, get_loss
 from ..solvers import (LinearProblem, _scores, bcfw, blas_threads, cutting_plane, lbfgs,
                        sgd)
 
@@ -79,17 +79,6 @@ def dual_key(estimator, loss, targets):
         h.update(str((a.dtype, a.shape)).encode())
         h.update(a.tobytes())
     return h.hexdigest()
-
-
-def uses_active_set(loss, structure_cls):
-    """Whether training runs the SparseMAP active set on every sample: the
-    SparseMAP losses, and the Euclidean projection onto the marginal
-    polytope of a structure whose projection is an active-set solve
-    (``structure_cls.marginal_set``: chains, trees)."""
-    if isinstance(loss, SparseMAP):
-        return True
-    return isinstance(loss, Projection) and \
-        loss.set in ("marginal", getattr(structure_cls, "marginal_set", None))
 
 
 class StructuredLinearModel(BaseEstimator):
@@ -255,7 +244,7 @@ class StructuredLinearModel(BaseEstimator):
             return np.zeros(problem.n_params)
         if previous is not None and len(previous) == problem.n_params:
             return np.array(previous, dtype=np.float64)
-        if uses_active_set(loss, structure_cls):
+        if loss.uses_active_set(structure_cls):
             z0, _, _ = sgd(with_loss(Perceptron()), 0.0, np.zeros(problem.n_params),
                            max_iter=1, random_state=self.random_state, perceptron=True)
             return z0

@@ -7,17 +7,17 @@ from sklearn.base import ClassifierMixin, MultiOutputMixin
 from sklearn.utils.metaestimators import available_if
 
 from .._validation import check_indicator_matrix, check_sample_weight
-from ..losses import CRF, Projection, SparseMAP
+from ..losses import get_loss
 from ..structures import Knapsack, UnitCube
 from ._base import StructuredLinearModel
 
 
 def _has_marginals(est):
-    loss = est.loss_ if hasattr(est, "loss_") else None
-    if loss is None:
-        from ..losses import get_loss
-        loss = get_loss(est.loss)
-    return isinstance(loss, (CRF, SparseMAP, Projection))
+    """Whether the loss's prediction map gives per-label marginals (a
+    point of the cube or the knapsack polytope), not a MAP vertex."""
+    loss = est.loss_ if hasattr(est, "loss_") else get_loss(est.loss)
+    structure_cls = type(est.structure_) if hasattr(est, "structure_") else Knapsack
+    return loss.mean_set(structure_cls) is not None
 
 
 class MultiLabelClassifier(MultiOutputMixin, ClassifierMixin, StructuredLinearModel):

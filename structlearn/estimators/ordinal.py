@@ -7,21 +7,16 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
 from .._validation import as_target_array, check_sample_weight
-from ..losses import CRF, Projection, SparseMAP
+from ..losses import get_loss
 from ..structures import OrderSimplex
 from ._base import StructuredLinearModel
 
 
 def _has_distribution(est):
-    loss = est.loss_ if hasattr(est, "loss_") else None
-    if loss is None:
-        from ..losses import get_loss
-        loss = get_loss(est.loss)
-    if isinstance(loss, (CRF, SparseMAP)):
-        return True
-    if isinstance(loss, Projection):
-        return loss.set == "marginal"
-    return False
+    """Whether the loss's prediction map lies in the order simplex (its
+    threshold marginals then give class probabilities)."""
+    loss = est.loss_ if hasattr(est, "loss_") else get_loss(est.loss)
+    return loss.mean_set(OrderSimplex) == "marginal"
 
 
 def _check_ordinal_labels(y, n_samples):
@@ -155,7 +150,7 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
         """
         theta = self._part_scores(X)
         st = self.structure_
-        if isinstance(self.loss_, CRF):
+        if self.loss_.gibbs_likelihood:
             return st.class_probabilities(theta)
         mu = self.loss_.mean(theta, st)
         n = len(mu)

@@ -16,7 +16,7 @@ from ..metrics import uas
 from ..solvers import n_workers, split_concat, thread_map
 from ..structures.base import RangeCaches, SupportCache
 from ..structures.tree import Tree
-from ._base import StructuredLinearModel, uses_active_set
+from ._base import StructuredLinearModel
 
 #: Sentences per chunk of a full pass.
 CHUNK_SENTENCES = 256
@@ -81,14 +81,14 @@ class ParserProblem:
         self.penalized = np.ones(self.n_params, dtype=bool)
         self.n_threads = n_workers(n_jobs, len(cache.chunks))
         self.structures = [self._structure(a, b) for a, b in cache.ranges]
-        if uses_active_set(loss, Tree):
+        if loss.uses_active_set(Tree):
             # the chunks' structures persist across evaluations of full
             # passes: each active-set solve starts from the supports of the
             # previous evaluation (mini-batches are not cached)
             for st in self.structures:
                 st.warm_cache = SupportCache()
         #: the warm-start caches of :meth:`pieces`, with the active set
-        self.piece_caches = RangeCaches() if uses_active_set(loss, Tree) else None
+        self.piece_caches = RangeCaches() if loss.uses_active_set(Tree) else None
 
     def _structure(self, a, b):
         wo = self.word_off[a:b + 1] - self.word_off[a]

@@ -24,11 +24,11 @@ from ..kernels.linear import (
     support_param_ids,
     support_scores,
 )
-from ..losses import CRF, get_loss
+from ..losses import get_loss
 from ..solvers import n_workers, split_concat, thread_map
 from ..structures.base import RangeCaches, SupportCache
 from ..structures.chain import Chain
-from ._base import StructuredLinearModel, uses_active_set
+from ._base import StructuredLinearModel
 
 FEATURE_SUPPORTS = ("observed", "all")
 
@@ -213,14 +213,14 @@ class ChainProblem:
         self.n_threads = n_workers(n_jobs, self.n_samples)
         self.chunks = _contiguous_chunks(self.tokens, self.tok_off, self.y, K,
                                          self.n_threads)
-        if uses_active_set(loss, Chain):
+        if loss.uses_active_set(Chain):
             # The chunks persist across evaluations of full passes: each
             # active-set solve starts from the supports of the previous
             # evaluation of the same sentences (mini-batches are not cached).
             for batch in self.chunks:
                 batch.structure.warm_cache = SupportCache()
         #: the warm-start caches of :meth:`pieces`, with the active set
-        self.piece_caches = RangeCaches() if uses_active_set(loss, Chain) else None
+        self.piece_caches = RangeCaches() if loss.uses_active_set(Chain) else None
 
     def unpack(self, z):
         K, S = self.K, self.n_support
@@ -377,7 +377,7 @@ class ChainProblem:
         return cols, vals, ptr
 
     def _group_value_and_grad(self, z, batches):
-        if type(self.loss) is CRF:
+        if self.loss.gibbs_likelihood:
             vals, g = self._crf_group_value_and_grad(z, batches)
         else:
             g = np.zeros(self.n_params)

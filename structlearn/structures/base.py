@@ -131,6 +131,9 @@ class Structure:
     projection_sets = {}
     #: whether exact slack-scaling inference exists
     has_exact_slack = False
+    #: whether the Euclidean projection onto the marginal polytope is the
+    #: SparseMAP active set with every part penalised (chains, trees)
+    active_set_projection = False
 
     # ------------------------------------------------------------ encoding
     @property
@@ -382,6 +385,8 @@ class RaggedStructure(Structure):
     set those attributes and ``n``; this class gives the per-sample
     arithmetic the losses use and the Hamming cost.
     """
+
+    active_set_projection = True
 
     def n_samples(self, theta):
         return self.n
