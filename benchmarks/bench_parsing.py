@@ -49,7 +49,7 @@ from structlearn.kernels.tree import (map_batch, tree_arc_offsets,  # noqa: E402
                                       validate_heads)
 from structlearn.losses import Projection, get_loss  # noqa: E402
 from structlearn.metrics import uas  # noqa: E402
-from structlearn.solvers import _ScaledIterate  # noqa: E402
+from structlearn.solvers._sgd import _ScaledIterate  # noqa: E402
 
 EPOCHS = 10  # perceptron / SGD epochs
 

@@ -773,7 +773,7 @@ def test_the_pools_gram_matrices_and_part_lists_stay_those_of_its_working_sets(
     # recomputed from the working sets, every vertex's parts, mapped
     # through its example's list, its own, and the listed columns of A the
     # problem's.
-    import structlearn.solvers as S
+    import structlearn.solvers._bcfw as S
     from structlearn.kernels.dual import gram_blocks
 
     checked, rewritten = [], []

@@ -395,7 +395,8 @@ def test_ordinal_shared_weights_is_a_parallel_threshold_model():
 
 def test_tied_weights_gradient_matches_finite_differences():
     from structlearn.losses import CRF
-    from structlearn.solvers import LinearProblem, _grad_W, _scores, loss_value_and_grad, objective
+    from structlearn.solvers import LinearProblem, loss_value_and_grad, objective
+    from structlearn.solvers._problem import _grad_W, _scores
     from structlearn.structures import OrderSimplex
 
     X, y = ordinal_data()

@@ -9,7 +9,9 @@ import scipy.optimize
 import scipy.special
 from sklearn.exceptions import ConvergenceWarning
 
-from structlearn.solvers import _ScaledIterate, _wolfe_search, lbfgs, thread_map
+from structlearn.solvers import lbfgs, thread_map
+from structlearn.solvers._lbfgs import _wolfe_search
+from structlearn.solvers._sgd import _ScaledIterate
 
 
 class FunctionProblem:
@@ -194,7 +196,7 @@ def test_wolfe_search_returns_a_strong_wolfe_step():
 def test_fused_two_loop_equals_the_textbook_recursion(n_pairs):
     """The fused kernel computes Nocedal & Wright's Algorithm 7.4 (pairs in
     a rotated row order, single-precision storage)."""
-    from structlearn.solvers import _two_loop
+    from structlearn.solvers._lbfgs import _two_loop
 
     rng = np.random.RandomState(n_pairs)
     n = 37
@@ -301,7 +303,8 @@ def test_sgd_step_calibration_returns_the_best_trial_of_its_grid():
     schedule, averaged over its last pass) scores best among the steps the
     search tried, checked against trials recomputed here independently."""
     from structlearn.losses import get_loss
-    from structlearn.solvers import LinearProblem, _calibrate_eta0
+    from structlearn.solvers import LinearProblem
+    from structlearn.solvers._sgd import _calibrate_eta0
     from structlearn.structures import UnitCube
 
     rng = np.random.RandomState(0)

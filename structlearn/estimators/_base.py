@@ -10,8 +10,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_matrix, check_solution
 from ..losses import Perceptron, get_loss
-from ..solvers import (LinearProblem, _scores, bcfw, blas_threads, cutting_plane, lbfgs,
-                       sgd)
+from ..solvers import LinearProblem, bcfw, blas_threads, cutting_plane, lbfgs, sgd
+from ..solvers._problem import _scores
 
 SOLVERS = ("auto", "lbfgs", "sgd", "bcfw", "cutting-plane")
 DECODINGS = ("map", "calibrated")

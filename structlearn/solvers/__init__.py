@@ -1,0 +1,37 @@
+"""Solvers for ``min_z (1/n) sum_i loss(theta_i(z), y_i) + alpha/2 ||z_P||^2``.
+
+A solver sees the training problem only through a *problem* object (see
+:class:`LinearProblem`): the parameter vector ``z``, which of its entries are
+penalised (``P``), and ``value_and_grad(z, idx)`` -- the per-sample loss
+values of the samples ``idx`` and the gradient of their **sum** with respect
+to ``z`` (the chain rule ``A^T dloss/dtheta`` is the problem's business).
+That keeps one implementation of each solver for every task: fixed-size
+outputs (:class:`LinearProblem`), chains and trees (their estimators define
+problems over flat ragged data).
+
+* :func:`lbfgs` for smooth losses (CRF, SparseMAP, projections, squared).
+* :func:`sgd`: stochastic subgradient descent with iterate averaging on the
+  same regularised objective, for the non-smooth max-margin losses; with
+  ``perceptron=True`` the averaged perceptron (Collins 2002).
+* :func:`cutting_plane`: the bundle / 1-slack cutting-plane method, which
+  trains any convex loss (in particular the max-margin ones) to a certified
+  duality gap on its true objective.
+* :func:`bcfw`: block-coordinate Frank-Wolfe on the dual of the max-margin
+  and SparseMAP losses, to a certified duality gap.
+
+One module per solver (``_lbfgs``, ``_sgd``, ``_cutting_plane``,
+``_bcfw``), the fixed-size problem in ``_problem``, the thread pools in
+``_threads``; their Numba kernels are in :mod:`structlearn.kernels.optim`
+and :mod:`structlearn.kernels.dual`.
+"""
+
+from ._bcfw import DualState, bcfw
+from ._cutting_plane import cutting_plane
+from ._lbfgs import lbfgs
+from ._problem import LinearProblem, loss_value_and_grad, objective
+from ._sgd import sgd
+from ._threads import blas_threads, n_workers, split_concat, thread_map
+
+__all__ = ["DualState", "LinearProblem", "bcfw", "blas_threads", "cutting_plane", "lbfgs",
+           "loss_value_and_grad", "n_workers", "objective", "sgd", "split_concat",
+           "thread_map"]
