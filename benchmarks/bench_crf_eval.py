@@ -2,7 +2,7 @@
 per-sequence kernel against the generic path.
 
 The CRF fit of :class:`structlearn.SequenceTagger` spends nearly all its
-time in ``ChainProblem.value_and_grad`` (one call per L-BFGS evaluation).
+time in the chain problem's ``value_and_grad`` (one call per L-BFGS evaluation).
 With ``loss='crf'`` that call runs the fused kernel
 ``kernels.linear.chain_crf_value_grad``; a subclass of ``CRF`` takes the
 generic path (batch scores, the loss object, reduced gradient), which every
@@ -29,12 +29,15 @@ from _common import RESULTS, machine_info, md_table  # noqa: E402
 from _seq_common import conll2000_xy  # noqa: E402
 
 from structlearn import SequenceTagger  # noqa: E402
-from structlearn.estimators.sequence import ChainProblem  # noqa: E402
+from structlearn.estimators.sequence import chain_problem  # noqa: E402
 from structlearn.losses import CRF  # noqa: E402
 
 
 class GenericCRF(CRF):
-    """The CRF loss through the generic path (not of type CRF)."""
+    """The CRF loss through the generic path (declared not to be the Gibbs
+    likelihood, so that the problem does not fuse it)."""
+
+    gibbs_likelihood = False
 
 
 def main():
@@ -48,8 +51,8 @@ def main():
     K = len(classes)
     rows = []
     for n_jobs in (1, 2):
-        probs = {name: ChainProblem(tokens, tok_off, y_int, K, sup_ptr, sup_label, loss,
-                                    True, n_jobs)
+        probs = {name: chain_problem(tokens, tok_off, y_int, K, sup_ptr, sup_label, loss,
+                                     True, n_jobs)
                  for name, loss in (("fused", CRF()), ("generic", GenericCRF()))}
         z = np.random.default_rng(0).normal(scale=0.3, size=probs["fused"].n_params)
         (v1, g1), (v2, g2) = (p.value_and_grad(z) for p in probs.values())  # + warm-up

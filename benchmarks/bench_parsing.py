@@ -44,9 +44,10 @@ from _seq_common import SHARED  # noqa: E402
 
 from structlearn import DependencyParser  # noqa: E402
 from structlearn.datasets import fetch_ud_treebank  # noqa: E402
-from structlearn.estimators.parsing import ParserProblem, _ArcCache  # noqa: E402
-from structlearn.kernels.tree import (map_batch, tree_arc_offsets,  # noqa: E402
-                                      validate_heads)
+from structlearn.estimators.parsing import parser_problem  # noqa: E402
+from structlearn.feature_maps import ArcFeatureMap  # noqa: E402
+from structlearn.kernels.tree import map_batch, tree_arc_offsets  # noqa: E402
+from structlearn.kernels.tree_validation import validate_heads  # noqa: E402
 from structlearn.losses import Projection, get_loss  # noqa: E402
 from structlearn.metrics import uas  # noqa: E402
 from structlearn.solvers._sgd import _ScaledIterate  # noqa: E402
@@ -83,11 +84,11 @@ def epoch_time(est, X, y, loss, n_jobs, sgd_epoch):
     t0 = time.perf_counter()
     vec = est.vectorizer_
     A, off = vec.transform(X)
-    cache = _ArcCache(vec, A, off, 2 if n_jobs != 1 else 1)
+    cache = ArcFeatureMap(vec, A, off, 2 if n_jobs != 1 else 1)
     t_cache = time.perf_counter() - t0
     heads, _ = validate_heads(y, est.single_root)
-    pb = ParserProblem(cache, heads, get_loss(loss), est.single_root, est.projective,
-                       vec.n_features_, n_jobs)
+    pb = parser_problem(cache, heads, get_loss(loss), est.single_root, est.projective,
+                        n_jobs)
     if sgd_epoch:
         # an SGD epoch as the solver runs it: mini-batches of 16 sentences in
         # a random order, each a sparse step of the scaled, averaged iterate

@@ -516,13 +516,14 @@ def information_gain(parser, X, y):
     P(f, a) log2 P(f, a) / (P(f) P(a)), with ``a`` whether a candidate arc
     is gold and ``f`` a feature firing on it; counts over every candidate
     arc of the training data (features: those of the parser's table)."""
-    from structlearn.estimators.parsing import _ArcCache
-    from structlearn.kernels.tree import tree_arc_offsets, validate_heads
+    from structlearn.feature_maps import ArcFeatureMap
+    from structlearn.kernels.tree import tree_arc_offsets
+    from structlearn.kernels.tree_validation import validate_heads
 
     vec = parser.vectorizer_
     A, word_off = vec.transform(X)
     heads, _ = validate_heads([list(h) for h in y], parser.single_root)
-    cache = _ArcCache(vec, A, word_off, 2)
+    cache = ArcFeatureMap(vec, A, word_off, 2)
     arc_off = tree_arc_offsets(word_off)
     F = vec.n_features_
     n_all = np.zeros(F)

@@ -83,7 +83,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_int, describe
 from .kernels.arcs import TEMPLATES, arc_feature_ids, build_table, gold_arc_keys, template_names
-from .kernels.tree import validate_heads
+from .kernels.tree_validation import validate_heads
 
 __all__ = ["ArcVectorizer", "TokenVectorizer"]
 

@@ -74,11 +74,11 @@ import time
 from collections.abc import Mapping
 
 import numpy as np
-from numba import njit
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_int
+from .kernels.selection import atom_fold, atom_gather, atom_step
 from .losses import get_loss
 
 __all__ = ["GroupLassoSelector", "SelectedSentences", "group_soft_threshold",
@@ -248,58 +248,6 @@ class _DictRestrictor:
                 for seq in X]
 
 
-# ---------------------------------------------------------------- kernels
-@njit(cache=True, nogil=True)
-def _atom_step(xi, atom_of, scale, sq, members_ptr, members, cols, vals, eta):
-    """Gradient step ``theta -= eta g`` on the scaled atoms; returns whether
-    any entry of ``g`` was non-zero.  A deleted atom (``scale == 0``) touched
-    by the gradient restarts from zero weights."""
-    moved = False
-    for e in range(len(cols)):
-        g = vals[e]
-        if g == 0.0:
-            continue
-        moved = True
-        p = cols[e]
-        a = atom_of[p]
-        if a < 0:
-            xi[p] -= eta * g
-            continue
-        c = scale[a]
-        if c == 0.0:
-            for q in range(members_ptr[a], members_ptr[a + 1]):
-                xi[members[q]] = 0.0
-            scale[a] = 1.0
-            sq[a] = 0.0
-            c = 1.0
-        old = xi[p]
-        new = old - eta * g / c
-        xi[p] = new
-        sq[a] += new * new - old * old
-    return moved
-
-
-@njit(cache=True, nogil=True)
-def _gather(xi, atom_of, scale, params, out):
-    """``out[p] = theta_p`` for the parameters ``params``."""
-    for k in range(len(params)):
-        p = params[k]
-        a = atom_of[p]
-        out[p] = xi[p] if a < 0 else scale[a] * xi[p]
-
-
-@njit(cache=True, nogil=True)
-def _fold(xi, scale, sq, members_ptr, members, tiny):
-    """Fold scales below ``tiny`` (but not 0) into the weights."""
-    for a in range(len(scale)):
-        c = scale[a]
-        if c != 0.0 and abs(c) < tiny:
-            for q in range(members_ptr[a], members_ptr[a + 1]):
-                xi[members[q]] *= c
-            sq[a] *= c * c
-            scale[a] = 1.0
-
-
 class _AtomWeights:
     """Weights ``theta_p = c_a xi_p`` for the atom ``a`` of ``p`` (Sec. 4's
     ``(xi_m, c_m, rho_m)`` representation, ``rho = c^2 ||xi||^2``);
@@ -319,12 +267,12 @@ class _AtomWeights:
                   out=self.members_ptr[1:])
 
     def step(self, cols, vals, eta):
-        return _atom_step(self.xi, self.atom_of, self.scale, self.sq, self.members_ptr,
+        return atom_step(self.xi, self.atom_of, self.scale, self.sq, self.members_ptr,
                           self.members, np.asarray(cols, dtype=np.int64),
                           np.asarray(vals, dtype=np.float64), float(eta))
 
     def gather(self, params, out):
-        _gather(self.xi, self.atom_of, self.scale, np.asarray(params, dtype=np.int64), out)
+        atom_gather(self.xi, self.atom_of, self.scale, np.asarray(params, dtype=np.int64), out)
 
     def theta(self):
         out = self.xi.copy()
@@ -339,7 +287,7 @@ class _AtomWeights:
     def scale_atoms(self, factors):
         """Multiply atom ``a`` by ``factors[a]`` (0 deletes it)."""
         self.scale *= factors
-        _fold(self.xi, self.scale, self.sq, self.members_ptr, self.members, 1e-8)
+        atom_fold(self.xi, self.scale, self.sq, self.members_ptr, self.members, 1e-8)
 
     def refresh_norms(self):
         """Recompute ``||xi_a||^2`` exactly (rounding drift of the updates)."""

@@ -366,13 +366,13 @@ def test_block_entries_of_the_chain_problem(fit_intercept, binary):
     loss = get_loss("hinge")
     vec, tokens, off, y_int, classes, sup_ptr, sup_label, d = est._prepare(X, y, loss, False)
     assert (len(tokens.data) == 0) == binary
-    from structlearn.estimators.sequence import ChainProblem
-    problem = ChainProblem(tokens, off, y_int, len(classes), sup_ptr, sup_label, loss,
-                           fit_intercept)
+    from structlearn.estimators.sequence import chain_problem
+    problem = chain_problem(tokens, off, y_int, len(classes), sup_ptr, sup_label, loss,
+                            fit_intercept)
     _check_block_entries(problem, np.random.RandomState(0))
     _check_part_columns(problem, np.random.RandomState(0))
-    frozen = ChainProblem(tokens, off, y_int, len(classes), sup_ptr, sup_label, loss,
-                          fit_intercept, transitions=False)
+    frozen = chain_problem(tokens, off, y_int, len(classes), sup_ptr, sup_label, loss,
+                           fit_intercept, transitions=False)
     cols, vals, _ = frozen.part_columns(np.array([0]), np.array([frozen.part_sizes()[0] - 1]))
     assert len(cols) == 1 and vals[0] == 0.0   # the held-at-zero end weight
 
@@ -383,8 +383,8 @@ def test_block_entries_of_the_parser_problem():
     loss = get_loss("hinge")
     heads, word_off, vec, cache = est._prepare([s.tokens for s in train],
                                                [s.heads for s in train], loss, False)
-    from structlearn.estimators.parsing import ParserProblem
-    problem = ParserProblem(cache, heads, loss, True, False, vec.n_features_)
+    from structlearn.estimators.parsing import parser_problem
+    problem = parser_problem(cache, heads, loss, True, False)
     rng = np.random.RandomState(1)
     # the parser has many weights: check the map on a random subset of them
     keep = np.sort(rng.choice(problem.n_params, 60, replace=False))

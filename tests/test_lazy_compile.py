@@ -46,3 +46,22 @@ def test_deferred_kernels_pickle_by_reference_and_look_like_functions():
     assert inspect.isroutine(sparsemap.sparsemap_active_set)
     assert list(inspect.signature(sparsemap.sparsemap_active_set).parameters)[:3] == [
         "eta", "n_unary", "oracle"]
+
+
+def test_numba_code_lives_only_in_kernels():
+    # kernels are plain functions in structlearn/kernels (docs/design.rst):
+    # no other module compiles anything
+    import pathlib
+
+    import structlearn
+
+    root = pathlib.Path(structlearn.__file__).parent
+    offenders = []
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root)
+        if rel.parts[0] == "kernels":
+            continue
+        text = path.read_text()
+        if "from numba" in text or "import numba" in text:
+            offenders.append(str(rel))
+    assert offenders == []

@@ -9,11 +9,12 @@ from sklearn.model_selection import GridSearchCV
 
 from structlearn import DependencyParser
 from structlearn.datasets import load_ewt
-from structlearn.estimators.parsing import ParserProblem, _ArcCache
+from structlearn.estimators.parsing import parser_problem
+from structlearn.feature_maps import ArcFeatureMap
 from structlearn.feature_extraction import ArcVectorizer
 from structlearn.kernels.arcs import (BETWEEN_ATTRS, N_TEMPLATES, TEMPLATES, arc_keys,
                                       gold_arc_keys, key_buffer_size, template_names)
-from structlearn.kernels.tree import validate_heads
+from structlearn.kernels.tree_validation import validate_heads
 from structlearn.losses import CRF, Projection
 from structlearn.metrics import uas
 from structlearn.solvers import objective
@@ -180,8 +181,8 @@ def make_problem(loss, X, y, single_root=True, projective=False):
     vec = ArcVectorizer().fit(X, y)
     A, off = vec.transform(X)
     heads, _ = validate_heads(y, single_root)
-    cache = _ArcCache(vec, A, off, 1)
-    return ParserProblem(cache, heads, loss, single_root, projective, vec.n_features_)
+    cache = ArcFeatureMap(vec, A, off, 1)
+    return parser_problem(cache, heads, loss, single_root, projective)
 
 
 @pytest.mark.parametrize("projective", [False, True])
@@ -222,7 +223,7 @@ def test_active_set_losses_get_warm_caches(loss, cached):
 
     X, y = toy_data(6)
     pb = make_problem(get_loss(loss), X, y)
-    assert all((st.warm_cache is not None) == cached for st in pb.structures)
+    assert all((b.structure.warm_cache is not None) == cached for b in pb.chunks)
 
 
 def test_sq_norms_count_the_gold_tree_features():
@@ -230,8 +231,8 @@ def test_sq_norms_count_the_gold_tree_features():
     pb = make_problem(CRF(), X, y)
     sq = pb.sq_norms()
     for i, h in enumerate(y):
-        c, lo, hi = pb.cache.locate(i)
-        indptr = pb.cache.chunks[c][0]
+        c, lo, hi = pb.fmap.locate(i)
+        indptr = pb.fmap.chunks[c][0]
         n = len(h)
         count = sum(indptr[lo + (m - 1) * (n + 1) + h[m - 1] + 1]
                     - indptr[lo + (m - 1) * (n + 1) + h[m - 1]] for m in range(1, n + 1))

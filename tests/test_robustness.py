@@ -11,7 +11,7 @@ import pytest
 
 from structlearn import (DependencyParser, LabelRanker, MultiLabelClassifier,
                          OrdinalRegressor, SequenceTagger)
-from structlearn.kernels.tree import validate_heads
+from structlearn.kernels.tree_validation import validate_heads
 from structlearn.losses import Projection
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

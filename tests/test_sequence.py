@@ -14,7 +14,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from structlearn import SequenceTagger
-from structlearn.estimators.sequence import ChainProblem
+from structlearn.estimators.sequence import chain_problem
 from structlearn.losses import (CRF, Hinge, PosLearn, Projection, SparseMAP,
                                 Squared, get_loss)
 from structlearn.solvers import objective
@@ -147,7 +147,7 @@ def test_chain_problem_gradient_matches_finite_differences(support):
     Xtok, tok_off = TokenVectorizer().fit_transform(X)
     flat = np.concatenate([np.asarray(s) for s in y])
     sup_ptr, sup_label = est._make_support(Xtok.indptr, Xtok.indices, Xtok.shape[1], flat, 3)
-    pb = ChainProblem(Xtok, tok_off, flat, 3, sup_ptr, sup_label, CRF())
+    pb = chain_problem(Xtok, tok_off, flat, 3, sup_ptr, sup_label, CRF())
     rng = np.random.RandomState(1)
     z = rng.randn(pb.n_params)
     vals, g = pb.value_and_grad(z)
@@ -179,8 +179,11 @@ def test_chain_problem_gradient_matches_finite_differences(support):
 
 
 class _GenericCRF(CRF):
-    """The CRF loss, but not of type CRF: the chain problem then takes the
-    generic path (batch scores, the loss object, reduced gradient)."""
+    """The CRF loss, declared not to be the Gibbs likelihood: the chain
+    problem then takes the generic path (batch scores, the loss object,
+    reduced gradient)."""
+
+    gibbs_likelihood = False
 
 
 @pytest.mark.parametrize("support", ["observed", "all"])
@@ -198,9 +201,10 @@ def test_fused_crf_pass_equals_the_generic_path(support, fit_intercept, scale):
     flat = np.concatenate([np.asarray(s) for s in y])
     sup = est._make_support(Xtok.indptr, Xtok.indices, Xtok.shape[1], flat, 3)
     for n_jobs in (1, 2):
-        fused = ChainProblem(Xtok, tok_off, flat, 3, *sup, CRF(), fit_intercept, n_jobs)
-        generic = ChainProblem(Xtok, tok_off, flat, 3, *sup, _GenericCRF(), fit_intercept,
-                               n_jobs)
+        fused = chain_problem(Xtok, tok_off, flat, 3, *sup, CRF(), fit_intercept, n_jobs)
+        generic = chain_problem(Xtok, tok_off, flat, 3, *sup, _GenericCRF(), fit_intercept,
+                                n_jobs)
+        assert fused._fused and not generic._fused
         z = scale * np.random.RandomState(n_jobs).randn(fused.n_params)
         for idx in (None, np.array([0, 5, 5, 12])):
             v1, g1 = fused.value_and_grad(z, idx)
@@ -338,8 +342,8 @@ def test_n_jobs_gives_the_same_model():
     Xtok, tok_off = TokenVectorizer().fit_transform(X * 3)
     flat = np.concatenate([np.asarray(s) for s in y * 3])
     sup = a._make_support(Xtok.indptr, Xtok.indices, Xtok.shape[1], flat, 3)
-    p1 = ChainProblem(Xtok, tok_off, flat, 3, *sup, CRF(), n_jobs=1)
-    p2 = ChainProblem(Xtok, tok_off, flat, 3, *sup, CRF(), n_jobs=2)
+    p1 = chain_problem(Xtok, tok_off, flat, 3, *sup, CRF(), n_jobs=1)
+    p2 = chain_problem(Xtok, tok_off, flat, 3, *sup, CRF(), n_jobs=2)
     assert len(p2.chunks) == 2
     z = np.random.RandomState(0).randn(p1.n_params)
     v1, g1 = p1.value_and_grad(z)

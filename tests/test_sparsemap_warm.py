@@ -7,8 +7,9 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import structlearn.estimators.sequence as seqmod
+import structlearn.solvers._ragged as ragged
 from structlearn import SequenceTagger
-from structlearn.estimators.sequence import ChainProblem
+from structlearn.estimators.sequence import chain_problem
 from structlearn.feature_extraction import TokenVectorizer
 from structlearn.kernels.chain import chain_encode_codes, chain_map, encode_batch
 from structlearn.kernels.linear import chain_part_offsets
@@ -242,7 +243,7 @@ def test_chain_problem_second_evaluation_is_warm_and_equal(loss):
     est = SequenceTagger()
     sup_ptr, sup_label = est._make_support(Xtok.indptr, Xtok.indices, Xtok.shape[1], flat, 3)
     lossobj = seqmod.get_loss(loss)
-    pb = ChainProblem(Xtok, tok_off, flat, 3, sup_ptr, sup_label, lossobj)
+    pb = chain_problem(Xtok, tok_off, flat, 3, sup_ptr, sup_label, lossobj)
     assert all(isinstance(b.structure.warm_cache, SupportCache) for b in pb.chunks)
     rng = np.random.RandomState(1)
     z = rng.randn(pb.n_params)
@@ -265,7 +266,7 @@ def test_crf_problem_has_no_cache():
     Xtok, tok_off = TokenVectorizer().fit_transform(X)
     flat = np.array([{"A": 0, "B": 1, "C": 2}[t] for s in y for t in s])
     sup_ptr, sup_label = SequenceTagger()._make_support(Xtok.indptr, Xtok.indices, Xtok.shape[1], flat, 3)
-    pb = ChainProblem(Xtok, tok_off, flat, 3, sup_ptr, sup_label, seqmod.get_loss("crf"))
+    pb = chain_problem(Xtok, tok_off, flat, 3, sup_ptr, sup_label, seqmod.get_loss("crf"))
     assert all(b.structure.warm_cache is None for b in pb.chunks)
 
 
@@ -283,14 +284,14 @@ def test_tagger_fit_with_and_without_cache_gives_the_same_objective(loss, monkey
     # the first iterations follow the same path (the solves agree to their
     # tolerance) ...
     warm = fit(8)
-    monkeypatch.setattr(seqmod, "SupportCache", lambda: None)
+    monkeypatch.setattr(ragged, "SupportCache", lambda: None)
     cold = fit(8)
     np.testing.assert_allclose(warm.objective_, cold.objective_, rtol=1e-10)
     monkeypatch.undo()
     # ... later the two L-BFGS paths may part by rounding (the solves agree
     # to 1e-9, not to the last bit), so the converged fits are compared
     warm = fit(1000)
-    monkeypatch.setattr(seqmod, "SupportCache", lambda: None)
+    monkeypatch.setattr(ragged, "SupportCache", lambda: None)
     cold = fit(1000)
     np.testing.assert_allclose(warm.objective_, cold.objective_, rtol=1e-4)
     assert warm.predict(X) == cold.predict(X)

@@ -15,24 +15,10 @@ from scipy.special import logsumexp
 
 from structlearn.kernels.sparsemap import sparsemap_active_set, sparsemap_active_set_ragged
 from structlearn.kernels.tree import (
-    HEADS_CYCLE,
-    HEADS_NO_ROOT,
-    HEADS_OK,
-    HEADS_OUT_OF_RANGE,
-    HEADS_SELF_LOOP,
-    HEADS_SEVERAL_ROOTS,
-    MTT_LINEAR_SPAN,
-    _matrix_tree_impl,
-    _mtt_forward_linear,
     best_trees_excluding,
-    check_heads,
-    eisner_heads,
     encode_heads_batch,
-    inside_outside,
     map_batch,
     marginals_batch,
-    matrix_tree,
-    mst_heads,
     poslearn_violators_batch,
     projective_trees,
     score_heads_batch,
@@ -42,6 +28,23 @@ from structlearn.kernels.tree import (
     tree_block_params,
     tree_map,
     tree_score,
+)
+from structlearn.kernels.tree_map import eisner_heads, mst_heads
+from structlearn.kernels.tree_marginals import (
+    MTT_LINEAR_SPAN,
+    _matrix_tree_impl,
+    _mtt_forward_linear,
+    inside_outside,
+    matrix_tree,
+)
+from structlearn.kernels.tree_validation import (
+    HEADS_CYCLE,
+    HEADS_NO_ROOT,
+    HEADS_OK,
+    HEADS_OUT_OF_RANGE,
+    HEADS_SELF_LOOP,
+    HEADS_SEVERAL_ROOTS,
+    check_heads,
     validate_heads,
 )
 from tree_brute import all_trees, is_projective, is_tree

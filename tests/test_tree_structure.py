@@ -15,7 +15,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-from structlearn.kernels.tree import validate_heads
+from structlearn.kernels.tree_validation import validate_heads
 from structlearn.losses import (
     CRF,
     Hinge,

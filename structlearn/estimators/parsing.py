@@ -9,240 +9,24 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import as_array, check_int, check_solution, describe
 from ..feature_extraction import ArcVectorizer, check_sentences
-from ..kernels.arcs import arc_grad, arc_grad_entries, arc_scores
-from ..kernels.tree import projective_trees, tree_arc_offsets, validate_heads
+from ..feature_maps import ArcFeatureMap
+from ..kernels.arcs import arc_scores
+from ..kernels.tree import projective_trees
+from ..kernels.tree_validation import validate_heads
 from ..losses import get_loss
 from ..metrics import uas
-from ..solvers import n_workers, split_concat, thread_map
-from ..structures.base import RangeCaches, SupportCache
+from ..solvers import RaggedProblem, n_workers, thread_map
 from ..structures.tree import Tree
 from ._base import StructuredLinearModel
 
-#: Sentences per chunk of a full pass.
-CHUNK_SENTENCES = 256
-
-
-class _ArcCache:
-    """Feature ids of every arc of a list of sentences, computed once.
-
-    The sentences are split into chunks of :data:`CHUNK_SENTENCES`; chunk
-    ``c`` holds ``(indptr, ids)`` for its arcs (tree layout, local offsets).
-    Memory: 4 bytes per (arc, known feature) pair.
-    """
-
-    def __init__(self, vectorizer, A, word_off, n_threads):
-        self.word_off = word_off
-        n = len(word_off) - 1
-        self.bounds = np.arange(0, n + CHUNK_SENTENCES, CHUNK_SENTENCES).clip(max=n)
-        self.bounds = np.unique(self.bounds)
-        ranges = list(zip(self.bounds[:-1], self.bounds[1:]))
-        self.chunks = thread_map(lambda ab: vectorizer.arc_features(A, word_off, *ab),
-                                 ranges, n_threads)
-        self.ranges = ranges
-        self.arc_off = tree_arc_offsets(word_off)
-
-    @property
-    def nbytes(self):
-        return sum(p.nbytes + i.nbytes for p, i in self.chunks)
-
-    def locate(self, i):
-        """Chunk of sentence ``i`` and the local range of its arcs."""
-        c = int(np.searchsorted(self.bounds, i, side="right") - 1)
-        a = self.ranges[c][0]
-        base = self.arc_off[a]
-        return c, self.arc_off[i] - base, self.arc_off[i + 1] - base
-
-    def scores(self, w, c):
-        indptr, ids = self.chunks[c]
-        return arc_scores(indptr, ids, w)
-
-    def grad(self, G, c, g):
-        indptr, ids = self.chunks[c]
-        arc_grad(indptr, ids, G, g)
-
-
-class ParserProblem:
-    """Training problem of an arc-factored parser (see :mod:`structlearn.solvers`).
-
-    ``z`` are the weights of the arc features (all penalised).  A full pass
-    runs over the chunks of :class:`_ArcCache`, in ``n_jobs`` threads, each
-    with its own gradient.
-    """
-
-    def __init__(self, cache, heads, loss, single_root, projective, n_features,
-                 n_jobs=None):
-        self.cache = cache
-        self.heads = np.ascontiguousarray(heads, dtype=np.int64)
-        self.loss = loss
-        self.single_root, self.projective = single_root, projective
-        self.word_off = cache.word_off
-        self.n_samples = len(self.word_off) - 1
-        self.n_params = int(n_features)
-        self.penalized = np.ones(self.n_params, dtype=bool)
-        self.n_threads = n_workers(n_jobs, len(cache.chunks))
-        self.structures = [self._structure(a, b) for a, b in cache.ranges]
-        if loss.uses_active_set(Tree):
-            # the chunks' structures persist across evaluations of full
-            # passes: each active-set solve starts from the supports of the
-            # previous evaluation (mini-batches are not cached)
-            for st in self.structures:
-                st.warm_cache = SupportCache()
-        #: the warm-start caches of :meth:`pieces`, with the active set
-        self.piece_caches = RangeCaches() if loss.uses_active_set(Tree) else None
-
-    def _structure(self, a, b):
-        wo = self.word_off[a:b + 1] - self.word_off[a]
-        return Tree(wo, single_root=self.single_root, projective=self.projective)
-
-    def _chunk_value_and_grad(self, z, c, g):
-        a, b = self.cache.ranges[c]
-        theta = self.cache.scores(z, c)
-        st = self.structures[c]
-        y = self.heads[self.word_off[a]:self.word_off[b]]
-        vals, G = self.loss.value_and_grad(theta, y, st)
-        self.cache.grad(np.ascontiguousarray(G, dtype=np.float64), c, g)
-        return vals
-
-    def _group(self, z, chunks):
-        g = np.zeros(self.n_params)
-        vals = [self._chunk_value_and_grad(z, c, g) for c in chunks]
-        return np.concatenate(vals), g
-
-    def sq_norms(self):
-        """Per sentence, the squared norm of its gold tree's feature vector
-        (binary features: their count over the gold arcs) plus 1."""
-        out = np.empty(self.n_samples)
-        wo, arc_off = self.word_off, self.cache.arc_off
-        for c, (a, b) in enumerate(self.cache.ranges):
-            counts = np.diff(self.cache.chunks[c][0])
-            sent = np.repeat(np.arange(a, b), np.diff(wo[a:b + 1]))
-            n = wo[sent + 1] - wo[sent]
-            m = np.arange(wo[a], wo[b]) - wo[sent] + 1
-            arc = arc_off[sent] - arc_off[a] + (m - 1) * (n + 1) + self.heads[wo[a]:wo[b]]
-            out[a:b] = np.bincount(sent - a, weights=counts[arc], minlength=b - a) + 1.0
-        return out
-
-    def value_and_grad(self, z, idx=None):
-        if idx is None:
-            n = len(self.cache.chunks)
-            bounds = np.linspace(0, n, self.n_threads + 1).astype(int)
-            res = thread_map(lambda ab: self._group(z, range(ab[0], ab[1])),
-                             zip(bounds[:-1], bounds[1:]), self.n_threads)
-            return np.concatenate([r[0] for r in res]), sum(r[1] for r in res)
-        # a mini-batch of sentences
-        vals, G, parts = self._batch_losses(z, idx, 1.0)
-        g = np.zeros(self.n_params)
-        o = 0
-        for c, lo, hi in parts:
-            indptr, ids = self.cache.chunks[c]
-            arc_grad(indptr[lo:hi + 1], ids, G[o:o + hi - lo], g)
-            o += hi - lo
-        return vals, g
-
-    def params_of(self, idx):
-        """Parameters read by the scores of sentences ``idx`` (with
-        repeats): the feature ids of their arcs."""
-        out = []
-        for i in np.asarray(idx, dtype=np.int64):
-            c, lo, hi = self.cache.locate(int(i))
-            indptr, ids = self.cache.chunks[c]
-            out.append(ids[indptr[lo]:indptr[hi]])
-        return np.concatenate(out).astype(np.int64)
-
-    def sparse_value_and_grad(self, v, idx, scale):
-        """Losses of the sentences ``idx`` at ``z = scale * v`` and their
-        summed gradient as entries ``(cols, vals)`` (see
-        :func:`structlearn.solvers.sgd`): a step touches only the features
-        of arcs with a non-zero gradient."""
-        vals, G, parts = self._batch_losses(v, idx, scale)
-        cols, gv = [], []
-        o = 0
-        for c, lo, hi in parts:
-            indptr, ids = self.cache.chunks[c]
-            cc, vv = arc_grad_entries(indptr[lo:hi + 1], ids, G[o:o + hi - lo])
-            cols.append(cc)
-            gv.append(vv)
-            o += hi - lo
-        return vals, np.concatenate(cols), np.concatenate(gv)
-
-    # The per-example view of the dual solver (:func:`structlearn.solvers.bcfw`):
-    # sentence i's dual block is its block of n (n + 1) arc scores.
-    def part_sizes(self):
-        """Size of every sentence's arc-score block."""
-        n = np.diff(self.word_off)
-        return n * (n + 1)
-
-    def unary_sizes(self):
-        """Every arc score is penalised by SparseMAP (as the whole block)."""
-        return self.part_sizes()
-
-    def pieces(self, z, idx):
-        """Losses of the sentences ``idx`` at ``z``, their arc scores and
-        score gradients (split over ``n_jobs`` threads; the same numbers for
-        any thread count)."""
-        idx = np.asarray(idx, dtype=np.int64)
-
-        def run(sub):
-            warm = None if self.piece_caches is None else self.piece_caches.get(sub)
-            vals, G, _, theta = self._batch_losses(z, sub, 1.0, with_scores=True, warm=warm)
-            return vals, theta, G
-
-        return split_concat(run, idx, self.n_threads)
-
-    def block_entries(self, idx, D):
-        """Per sentence of ``idx``, the entries of ``A_i^T D_i`` for a flat
-        array ``D`` of their arc-score blocks; ``(cols, vals, ptr)``."""
-        cols, vals, ptr = [], [], [0]
-        o = 0
-        for i in np.asarray(idx, dtype=np.int64):
-            c, lo, hi = self.cache.locate(int(i))
-            indptr, ids = self.cache.chunks[c]
-            cc, vv = arc_grad_entries(indptr[lo:hi + 1], ids,
-                                      np.ascontiguousarray(D[o:o + hi - lo]))
-            o += hi - lo
-            cols.append(cc)
-            vals.append(vv)
-            ptr.append(ptr[-1] + len(cc))
-        return np.concatenate(cols), np.concatenate(vals), np.asarray(ptr, dtype=np.int64)
-
-    def part_columns(self, rep, parts):
-        """Per ``k``, the column of ``A_i`` of arc ``parts[k]`` (an index
-        into the arc-score block) of sentence ``rep[k]``: its features;
-        ``(cols, vals, ptr)``."""
-        cols, ptr = [], [0]
-        for i, p in zip(np.asarray(rep, dtype=np.int64), np.asarray(parts, dtype=np.int64)):
-            c, lo, _ = self.cache.locate(int(i))
-            indptr, ids = self.cache.chunks[c]
-            cols.append(ids[indptr[lo + p]:indptr[lo + p + 1]])
-            ptr.append(ptr[-1] + len(cols[-1]))
-        cols = np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64)
-        return cols, np.ones(len(cols)), np.asarray(ptr, dtype=np.int64)
-
-    def _batch_losses(self, v, idx, scale, with_scores=False, warm=None):
-        """Losses and score gradients ``G`` of the sentences ``idx`` at
-        ``z = scale * v``; ``parts`` locates their arcs in the cache (and,
-        ``with_scores``, the arc scores); ``warm``: the active set's
-        ``SupportCache`` for exactly these sentences, or None."""
-        idx = np.asarray(idx, dtype=np.int64)
-        thetas, parts = [], []
-        for i in idx:
-            c, lo, hi = self.cache.locate(int(i))
-            indptr, ids = self.cache.chunks[c]
-            thetas.append(arc_scores(indptr[lo:hi + 1], ids, v))
-            parts.append((c, lo, hi))
-        theta = np.concatenate(thetas)
-        if scale != 1.0:
-            theta *= scale
-        lengths = self.word_off[idx + 1] - self.word_off[idx]
-        wo = np.concatenate([[0], np.cumsum(lengths)])
-        st = Tree(wo, single_root=self.single_root, projective=self.projective)
-        st.warm_cache = warm
-        y = np.concatenate([self.heads[self.word_off[i]:self.word_off[i + 1]] for i in idx])
-        vals, G = self.loss.value_and_grad(theta, y, st)
-        G = np.ascontiguousarray(G, dtype=np.float64)
-        if with_scores:
-            return vals, G, parts, theta
-        return vals, G, parts
+def parser_problem(feature_map, heads, loss, single_root, projective, n_jobs=None):
+    """The training problem of an arc-factored parser: the generic
+    :class:`~structlearn.solvers.RaggedProblem` over the arc feature map
+    (:class:`~structlearn.feature_maps.ArcFeatureMap`) and
+    :class:`~structlearn.structures.Tree` structures."""
+    return RaggedProblem(feature_map, heads, loss,
+                         lambda off: Tree(off, single_root=single_root, projective=projective),
+                         n_jobs)
 
 
 def _check_head_lists(y, n_sentences):
@@ -389,8 +173,8 @@ class DependencyParser(StructuredLinearModel):
                   f"{cache.nbytes / 2**20:.0f} MB ({time.perf_counter() - t_start:.1f}s)")
         # Everything is validated: only now touch the estimator's state.
         def problem_with(lossobj):
-            return ParserProblem(cache, heads, lossobj, self.single_root, self.projective,
-                                 vec.n_features_, self.n_jobs)
+            return parser_problem(cache, heads, lossobj, self.single_root, self.projective,
+                                  self.n_jobs)
 
         problem = problem_with(loss)
         solver = self._dual_when_auto(solver, loss, problem.n_samples)
@@ -431,7 +215,7 @@ class DependencyParser(StructuredLinearModel):
             vec = ArcVectorizer(min_freq=self.min_freq, templates=templates)
             A, _ = vec.fit_transform(X, list(y))
         n_threads = n_workers(self.n_jobs, len(word_off) - 1)
-        return heads, word_off, vec, _ArcCache(vec, A, word_off, n_threads)
+        return heads, word_off, vec, ArcFeatureMap(vec, A, word_off, n_threads)
 
     def _selection_setup(self, X, y, loss):
         """The training problem of ``loss`` on (X, y) for feature selection
@@ -439,8 +223,8 @@ class DependencyParser(StructuredLinearModel):
         from ..feature_selection import SelectionSetup, _TemplateRestrictor
 
         heads, word_off, vec, cache = self._prepare(X, y, loss, warm=False)
-        problem = ParserProblem(cache, heads, loss, self.single_root, self.projective,
-                                vec.n_features_, self.n_jobs)
+        problem = parser_problem(cache, heads, loss, self.single_root, self.projective,
+                                 self.n_jobs)
         n = vec.n_features_
         return SelectionSetup(problem, param_column=np.arange(n), n_columns=n,
                               column_template=vec.templates_.astype(np.int64),
@@ -454,7 +238,7 @@ class DependencyParser(StructuredLinearModel):
         check_is_fitted(self, "coef_")
         A, word_off = self.vectorizer_.transform(X)
         n_threads = n_workers(self.n_jobs, len(word_off) - 1)
-        cache = _ArcCache(self.vectorizer_, A, word_off, n_threads)
+        cache = ArcFeatureMap(self.vectorizer_, A, word_off, n_threads)
         return cache, n_threads
 
     def _per_chunk(self, X, fn):
@@ -462,10 +246,11 @@ class DependencyParser(StructuredLinearModel):
         cache, n_threads = self._chunks(X)
 
         def run(c):
+            indptr, ids = cache.chunks[c]
             a, b = cache.ranges[c]
             wo = cache.word_off[a:b + 1] - cache.word_off[a]
             st = Tree(wo, single_root=self.single_root, projective=self.projective)
-            return fn(cache.scores(self.coef_, c), st)
+            return fn(arc_scores(indptr, ids, self.coef_), st)
 
         return cache, thread_map(run, range(len(cache.chunks)), n_threads)
 
@@ -506,9 +291,8 @@ class DependencyParser(StructuredLinearModel):
         cache, _ = self._chunks(X)
         out = []
         for i in range(len(cache.word_off) - 1):
-            c, lo, hi = cache.locate(i)
-            indptr, ids = cache.chunks[c]
-            theta = arc_scores(indptr[lo:hi + 1], ids, self.coef_)
+            indptr, ids = cache.arcs_of(i)
+            theta = arc_scores(indptr, ids, self.coef_)
             n = cache.word_off[i + 1] - cache.word_off[i]
             st = Tree(np.array([0, n]), single_root=self.single_root,
                       projective=self.projective)

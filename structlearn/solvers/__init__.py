@@ -29,9 +29,12 @@ from ._bcfw import DualState, bcfw
 from ._cutting_plane import cutting_plane
 from ._lbfgs import lbfgs
 from ._problem import LinearProblem, loss_value_and_grad, objective
+from ._protocol import DualProblem, Problem, SparseProblem
+from ._ragged import RaggedProblem
 from ._sgd import sgd
 from ._threads import blas_threads, n_workers, split_concat, thread_map
 
-__all__ = ["DualState", "LinearProblem", "bcfw", "blas_threads", "cutting_plane", "lbfgs",
+__all__ = ["DualProblem", "DualState", "LinearProblem", "Problem", "RaggedProblem",
+           "SparseProblem", "bcfw", "blas_threads", "cutting_plane", "lbfgs",
            "loss_value_and_grad", "n_workers", "objective", "sgd", "split_concat",
            "thread_map"]

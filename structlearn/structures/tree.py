@@ -1,20 +1,20 @@
 """Dependency trees: head arrays with one score per arc (first-order parts)."""
 
 import numpy as np
-from numba import njit
 
-from ..kernels.projections import project_simplex
 from ..kernels.sparsemap import (
     VARIANTS,
     sparsemap_active_set,
     sparsemap_conditional_gradient,
 )
 from ..kernels.tree import (
-    _lse_terms,
     encode_heads_batch,
+    head_simplex_rows,
     map_batch,
     marginals_batch,
+    poslearn_from_violators,
     poslearn_violators_batch,
+    row_argmax_heads,
     score_heads_batch,
     second_best_batch,
     tree_arc_offsets,
@@ -23,92 +23,6 @@ from ..kernels.tree import (
     tree_map,
 )
 from .base import IntractableError, RaggedStructure, ragged_active_set
-
-
-# ------------------------------------------------------------------ kernels
-@njit(cache=True, nogil=True)
-def _row_argmax(a, arc_off, word_off):
-    """Per modifier, the head of the largest entry of its row, self-loop
-    excluded (lowest head on ties); flat int64 heads."""
-    n_sent = word_off.shape[0] - 1
-    heads = np.empty(word_off[n_sent], dtype=np.int64)
-    for i in range(n_sent):
-        n = word_off[i + 1] - word_off[i]
-        for m in range(1, n + 1):
-            base = arc_off[i] + (m - 1) * (n + 1)
-            best = -1
-            for h in range(n + 1):
-                if h == m:
-                    continue
-                if best < 0 or a[base + h] > a[base + best]:
-                    best = h
-            heads[word_off[i] + m - 1] = best
-    return heads
-
-
-@njit(cache=True, nogil=True)
-def _simplex_rows(theta, arc_off, word_off, kl):
-    """Projection of every modifier row, self-loop excluded, onto the
-    probability simplex over its ``n`` heads: Euclidean (sort-based) or KL
-    (softmax).  Self-loop entries of the result are 0."""
-    n_sent = word_off.shape[0] - 1
-    out = np.zeros(theta.shape[0])
-    for i in range(n_sent):
-        n = word_off[i + 1] - word_off[i]
-        row = np.empty(n)
-        for m in range(1, n + 1):
-            base = arc_off[i] + (m - 1) * (n + 1)
-            k = 0
-            for h in range(n + 1):
-                if h != m:
-                    row[k] = theta[base + h]
-                    k += 1
-            if kl:     # the softmax of the row
-                u = np.exp(row - _lse_terms(row, n))
-            else:
-                u = project_simplex(row)
-            k = 0
-            for h in range(n + 1):
-                if h != m:
-                    out[base + h] = u[k]
-                    k += 1
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _poslearn_from_violators(theta, heads, viol, arc_off, word_off):
-    """PosLearn value and gradient from the violators of
-    :func:`~structlearn.kernels.tree.poslearn_violators_batch` (rows of -1:
-    no violator, no contribution)."""
-    n_sent = word_off.shape[0] - 1
-    value = np.zeros(n_sent)
-    grad = np.zeros(theta.shape[0])
-    pos = 0
-    for i in range(n_sent):
-        o = word_off[i]
-        n = word_off[i + 1] - o
-        a = arc_off[i]
-        s_y = 0.0
-        for j in range(n):
-            s_y += theta[a + j * (n + 1) + heads[o + j]]
-        n_active = 0
-        for m in range(1, n + 1):
-            r = pos + (m - 1) * n
-            if viol[r] < 0:
-                continue
-            s_v = 0.0
-            for j in range(n):
-                s_v += theta[a + j * (n + 1) + viol[r + j]]
-            margin = 1.0 - s_y + s_v
-            if margin > 0.0:
-                value[i] += margin
-                n_active += 1
-                for j in range(n):
-                    grad[a + j * (n + 1) + viol[r + j]] += 1.0
-        for j in range(n):
-            grad[a + j * (n + 1) + heads[o + j]] -= n_active
-        pos += n * n
-    return value, grad
 
 
 # ------------------------------------------------------------------ structure
@@ -128,7 +42,7 @@ class Tree(RaggedStructure):
     Labels are flat int64 head arrays over all words of the batch (CoNLL-U
     convention: ``heads[word_off[i] + m - 1]`` in ``0..n_i`` is the head of
     word ``m`` of sentence ``i``; see
-    :func:`~structlearn.kernels.tree.validate_heads`).  ``phi(y)`` is the 0/1
+    :func:`~structlearn.kernels.tree_validation.validate_heads`).  ``phi(y)`` is the 0/1
     arc indicator matrix of each sentence, so ``<theta, phi(y)>`` is the sum
     of the tree's arc scores.
 
@@ -304,7 +218,7 @@ class Tree(RaggedStructure):
         (self-loop excluded).  Inverse of :meth:`encode` on trees; on other
         points (marginals) a head selection that need not be a tree."""
         phi = self._theta(phi)
-        return _row_argmax(phi, self.part_off, self.word_off)
+        return row_argmax_heads(phi, self.part_off, self.word_off)
 
     def argmax(self, theta):
         """MAP trees: Chu-Liu-Edmonds, or Eisner when ``projective``."""
@@ -359,7 +273,7 @@ class Tree(RaggedStructure):
         theta = self._theta(theta)
         y = self._y(y)
         viol, _ = self.word_violators(theta, y)
-        return _poslearn_from_violators(theta, y, viol, self.part_off, self.word_off)
+        return poslearn_from_violators(theta, y, viol, self.part_off, self.word_off)
 
     def slack_violator(self, theta, y):
         raise IntractableError(
@@ -372,7 +286,7 @@ class Tree(RaggedStructure):
     def _project(self, theta, set, geometry):
         theta = self._theta(theta)
         if set == "simplex":
-            return _simplex_rows(theta, self.part_off, self.word_off, geometry == "kl")
+            return head_simplex_rows(theta, self.part_off, self.word_off, geometry == "kl")
         # Euclidean projection onto the arborescence polytope: every part is
         # unary, so this is the SparseMAP solve.
         return self._active_set(theta, key="projection")

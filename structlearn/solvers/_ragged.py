@@ -1,0 +1,153 @@
+"""The one training problem of the variable-length structures."""
+
+import numpy as np
+
+from ..feature_maps._base import RaggedBatch
+from ..structures.base import RangeCaches, SupportCache
+from ._threads import n_workers, split_concat, thread_map
+
+
+class RaggedProblem:
+    """Training problem of variable-length examples (see :mod:`structlearn.solvers`).
+
+    Examples are ragged: example ``i`` has the positions (tokens, words)
+    ``pos_off[i]:pos_off[i + 1]`` of the flat targets ``y``.  The feature
+    map (:mod:`structlearn.feature_maps`) turns parameters into part
+    scores and score gradients back into parameter gradients;
+    ``make_structure(pos_off)`` binds the structure to a batch (its
+    position offsets, from 0); the loss is any of :mod:`structlearn.losses`.
+    This class owns what is common to every ragged task:
+
+    * **full passes** over contiguous chunks of the examples (bounded
+      memory), split over ``n_jobs`` threads, each thread accumulating its
+      own gradient (the Numba kernels release the GIL); a loss that
+      declares ``gibbs_likelihood`` is evaluated by the map's fused
+      ``gibbs_value_and_grad`` where the map has one;
+    * **mini-batches** of any examples, with dense or sparse gradients
+      (``value_and_grad(z, idx)``, ``sparse_value_and_grad``, for SGD);
+    * **the per-example view of the dual solver** (``pieces``,
+      ``block_entries``, ``part_columns``, ``part_sizes``,
+      ``unary_sizes``; :func:`structlearn.solvers.bcfw`);
+    * **warm starts of the active set**: with a loss that runs the
+      SparseMAP active set on every example (``loss.uses_active_set``),
+      each chunk's structure keeps a :class:`SupportCache`, so that the
+      solves of a full pass start from the supports of the previous one,
+      and ``pieces`` keeps one per set of examples it is asked for
+      (``piece_caches``).
+
+    Every result is the same for any number of threads.
+    """
+
+    def __init__(self, feature_map, y, loss, make_structure, n_jobs=None):
+        self.fmap = feature_map
+        self.y = np.ascontiguousarray(y, dtype=np.int64)
+        self.loss = loss
+        self.make_structure = make_structure
+        self.pos_off = feature_map.pos_off
+        self.n_samples = feature_map.n_samples
+        self.n_params = feature_map.n_params
+        self.penalized = feature_map.penalized
+        self.n_threads = n_workers(n_jobs, self.n_samples)
+        self.chunks = [self._contiguous(a, b)
+                       for a, b in feature_map.chunk_ranges(self.n_threads)]
+        active = loss.uses_active_set(type(make_structure(np.array([0, 1]))))
+        if active:
+            for batch in self.chunks:
+                batch.structure.warm_cache = SupportCache()
+        #: the warm-start caches of :meth:`pieces`, with the active set
+        self.piece_caches = RangeCaches() if active else None
+        self._fused = loss.gibbs_likelihood and hasattr(feature_map, "gibbs_value_and_grad")
+
+    # ------------------------------------------------------------- batches
+    def _contiguous(self, a, b):
+        p0, p1 = self.pos_off[a], self.pos_off[b]
+        off = self.pos_off[a:b + 1] - p0
+        return RaggedBatch(self.fmap.contiguous(a, b), off, self.y[p0:p1],
+                           self.make_structure(off))
+
+    def batch(self, idx):
+        """A batch of the examples ``idx`` (any, in order)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        starts, ends = self.pos_off[idx], self.pos_off[idx + 1]
+        off = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
+        rows = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)]) \
+            if len(idx) else np.zeros(0, dtype=np.int64)
+        return RaggedBatch(self.fmap.select(idx), off, self.y[rows], self.make_structure(off))
+
+    # ------------------------------------------------------ values, gradients
+    def _batch_value_and_grad(self, z, batch, g):
+        """Loss values of a batch; adds the gradient of their sum to ``g``."""
+        theta = self.fmap.scores(z, batch)
+        vals, G = self.loss.value_and_grad(theta, batch.y, batch.structure)
+        del theta
+        self.fmap.backprop(np.ascontiguousarray(G, dtype=np.float64), batch, g)
+        return vals
+
+    def _group_value_and_grad(self, z, batches):
+        if self._fused:
+            return self.fmap.gibbs_value_and_grad(z, batches)
+        g = np.zeros(self.n_params)
+        vals = np.concatenate([self._batch_value_and_grad(z, b, g) for b in batches])
+        return vals, g
+
+    def value_and_grad(self, z, idx=None):
+        """Loss values of the examples ``idx`` (all: a full pass) and the
+        gradient of their sum."""
+        if idx is not None:
+            return self._group_value_and_grad(z, [self.batch(idx)])
+        k = min(self.n_threads, len(self.chunks))
+        if k == 1:
+            return self._group_value_and_grad(z, self.chunks)
+        # one task per thread (contiguous chunks), each with its own gradient
+        bounds = np.linspace(0, len(self.chunks), k + 1).astype(int)
+        res = thread_map(lambda ab: self._group_value_and_grad(z, self.chunks[ab[0]:ab[1]]),
+                         zip(bounds[:-1], bounds[1:]), k)
+        return np.concatenate([r[0] for r in res]), sum(r[1] for r in res)
+
+    def sparse_value_and_grad(self, v, idx, scale):
+        """Losses of the examples ``idx`` at ``z`` = ``v`` with the penalised
+        parameters times ``scale``, and their summed gradient as entries
+        ``(cols, vals)`` (see :func:`structlearn.solvers.sgd`): a step
+        touches only the parameters of the examples' features."""
+        batch = self.batch(idx)
+        theta = self.fmap.scores(v, batch, scale)
+        vals, G = self.loss.value_and_grad(theta, batch.y, batch.structure)
+        cols, gv = self.fmap.backprop_entries(np.ascontiguousarray(G, dtype=np.float64), batch)
+        return vals, cols, gv
+
+    def params_of(self, idx):
+        """Parameters read by the scores of examples ``idx`` (with repeats)."""
+        return self.fmap.params_of(idx)
+
+    def sq_norms(self):
+        """Per example, the SGD step-size norm of the feature map."""
+        return self.fmap.sq_norms(self.y)
+
+    # ------------------------------------------------- the dual solver's view
+    def part_sizes(self):
+        return self.fmap.part_sizes()
+
+    def unary_sizes(self):
+        return self.fmap.unary_sizes()
+
+    def pieces(self, z, idx):
+        """Losses of the examples ``idx`` at ``z``, their flat scores and
+        score gradients (split over the threads; the same numbers for any
+        thread count)."""
+        idx = np.asarray(idx, dtype=np.int64)
+
+        def run(sub):
+            batch = self.batch(sub)
+            if self.piece_caches is not None:
+                batch.structure.warm_cache = self.piece_caches.get(sub)
+            theta = self.fmap.scores(z, batch)
+            vals, G = self.loss.value_and_grad(theta, batch.y, batch.structure)
+            return vals, theta, np.asarray(G, dtype=np.float64)
+
+        return split_concat(run, idx, self.n_threads)
+
+    def block_entries(self, idx, D):
+        return self.fmap.block_entries(idx, D)
+
+    def part_columns(self, rep, parts):
+        return self.fmap.part_columns(rep, parts)
