@@ -29,7 +29,7 @@ def _chain(n=40, fit_intercept=True, transitions=True, seed=0):
     from structlearn.feature_maps import Tokens
     fmap = TokenFeatureMap(Tokens.from_csr(Xtok, sup_ptr), tok_off, 3, sup_ptr, sup_label,
                            fit_intercept, transitions)
-    return fmap, y, lambda off: Chain(3, off)
+    return fmap, y, lambda off, warm: Chain(3, off, warm)
 
 
 def _parser(n=30, seed=0):
@@ -43,7 +43,7 @@ def _parser(n=30, seed=0):
     vec = ArcVectorizer().fit(X, y)
     A, off = vec.transform(X)
     heads, _ = validate_heads(y, True)
-    return ArcFeatureMap(vec, A, off, 1), heads, lambda off: Tree(off)
+    return ArcFeatureMap(vec, A, off, 1), heads, lambda off, warm: Tree(off, warm_cache=warm)
 
 
 MAPS = {"tokens": _chain, "tokens-no-intercept": lambda: _chain(fit_intercept=False),

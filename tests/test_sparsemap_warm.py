@@ -26,7 +26,7 @@ from structlearn.structures.chain import Chain
 
 def warm_chain(st, theta, nu, *start):
     """The generic warm ragged kernel on a chain batch (supports as tags)."""
-    params, params_off = st._oracle_params_batch()
+    params, params_off = st._oracle_params()
     return sparsemap_active_set_warm_ragged(
         theta, st.part_off, nu, chain_map, chain_encode_codes, params, params_off,
         st.lengths.astype(np.int64), np.full(st.n, st.n_tags, dtype=np.int64), 1000, 1e-9,
@@ -131,7 +131,7 @@ def _empty_start(st):
 
 def test_cold_kernel_is_the_warm_kernel_with_an_empty_start():
     st, rng = random_batch(1)
-    params, params_off = st._oracle_params_batch()
+    params, params_off = st._oracle_params()
     theta = 2 * rng.randn(st.n_parts)
     nu = st.n_unary.astype(np.int64)
     mu_c = sparsemap_active_set_ragged(theta, st.part_off, nu, chain_map, params, params_off,
@@ -142,7 +142,7 @@ def test_cold_kernel_is_the_warm_kernel_with_an_empty_start():
 
 def test_warm_chain_kernel_returns_supports_that_reproduce_mu():
     st, rng = random_batch(2, n=20)
-    params, params_off = st._oracle_params_batch()
+    params, params_off = st._oracle_params()
     nu = st.n_unary.astype(np.int64)
     start = _empty_start(st)
     for rep in range(4):

@@ -25,7 +25,7 @@ def parser_problem(feature_map, heads, loss, single_root, projective, n_jobs=Non
     (:class:`~structlearn.feature_maps.ArcFeatureMap`) and
     :class:`~structlearn.structures.Tree` structures."""
     return RaggedProblem(feature_map, heads, loss,
-                         lambda off: Tree(off, single_root=single_root, projective=projective),
+                         lambda off, warm: Tree(off, single_root, projective, warm),
                          n_jobs)
 
 

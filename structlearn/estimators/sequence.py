@@ -70,7 +70,7 @@ def chain_problem(tokens, tok_off, y, n_tags, sup_ptr, sup_label, loss, fit_inte
     fmap = TokenFeatureMap(tokens, tok_off, n_tags, sup_ptr, sup_label, fit_intercept,
                            transitions)
     K = int(n_tags)
-    return RaggedProblem(fmap, y, loss, lambda off: Chain(K, off), n_jobs)
+    return RaggedProblem(fmap, y, loss, lambda off, warm: Chain(K, off, warm), n_jobs)
 
 
 class SequenceTagger(StructuredLinearModel):

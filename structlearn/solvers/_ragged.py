@@ -14,8 +14,10 @@ class RaggedProblem:
     ``pos_off[i]:pos_off[i + 1]`` of the flat targets ``y``.  The feature
     map (:mod:`structlearn.feature_maps`) turns parameters into part
     scores and score gradients back into parameter gradients;
-    ``make_structure(pos_off)`` binds the structure to a batch (its
-    position offsets, from 0); the loss is any of :mod:`structlearn.losses`.
+    ``make_structure(pos_off, warm_cache)`` binds the structure to a batch
+    (its position offsets, from 0) with the problem's warm starts of the
+    active set (a :class:`SupportCache` or None); the loss is any of
+    :mod:`structlearn.losses`.
     This class owns what is common to every ragged task:
 
     * **full passes** over contiguous chunks of the examples (bounded
@@ -48,31 +50,33 @@ class RaggedProblem:
         self.n_params = feature_map.n_params
         self.penalized = feature_map.penalized
         self.n_threads = n_workers(n_jobs, self.n_samples)
-        self.chunks = [self._contiguous(a, b)
+        active = loss.uses_active_set(type(make_structure(np.array([0, 1]), None)))
+        # the chunks persist across full passes: with the active set each
+        # keeps the supports of its examples' previous solves
+        self.chunks = [self._contiguous(a, b, SupportCache() if active else None)
                        for a, b in feature_map.chunk_ranges(self.n_threads)]
-        active = loss.uses_active_set(type(make_structure(np.array([0, 1]))))
-        if active:
-            for batch in self.chunks:
-                batch.structure.warm_cache = SupportCache()
         #: the warm-start caches of :meth:`pieces`, with the active set
         self.piece_caches = RangeCaches() if active else None
         self._fused = loss.gibbs_likelihood and hasattr(feature_map, "gibbs_value_and_grad")
 
     # ------------------------------------------------------------- batches
-    def _contiguous(self, a, b):
+    def _contiguous(self, a, b, warm_cache=None):
         p0, p1 = self.pos_off[a], self.pos_off[b]
         off = self.pos_off[a:b + 1] - p0
         return RaggedBatch(self.fmap.contiguous(a, b), off, self.y[p0:p1],
-                           self.make_structure(off))
+                           self.make_structure(off, warm_cache))
 
-    def batch(self, idx):
-        """A batch of the examples ``idx`` (any, in order)."""
+    def batch(self, idx, warm_cache=None):
+        """A batch of the examples ``idx`` (any, in order), its structure
+        with the given warm starts (none by default: mini-batches are not
+        cached)."""
         idx = np.asarray(idx, dtype=np.int64)
         starts, ends = self.pos_off[idx], self.pos_off[idx + 1]
         off = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
         rows = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)]) \
             if len(idx) else np.zeros(0, dtype=np.int64)
-        return RaggedBatch(self.fmap.select(idx), off, self.y[rows], self.make_structure(off))
+        return RaggedBatch(self.fmap.select(idx), off, self.y[rows],
+                           self.make_structure(off, warm_cache))
 
     # ------------------------------------------------------ values, gradients
     def _batch_value_and_grad(self, z, batch, g):
@@ -137,9 +141,8 @@ class RaggedProblem:
         idx = np.asarray(idx, dtype=np.int64)
 
         def run(sub):
-            batch = self.batch(sub)
-            if self.piece_caches is not None:
-                batch.structure.warm_cache = self.piece_caches.get(sub)
+            warm = None if self.piece_caches is None else self.piece_caches.get(sub)
+            batch = self.batch(sub, warm)
             theta = self.fmap.scores(z, batch)
             vals, G = self.loss.value_and_grad(theta, batch.y, batch.structure)
             return vals, theta, np.asarray(G, dtype=np.float64)

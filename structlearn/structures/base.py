@@ -88,36 +88,6 @@ class RangeCaches:
         return self._caches.setdefault((int(idx[0]), len(idx)), SupportCache())
 
 
-def ragged_active_set(theta, part_off, n_unary, oracle, params, params_off, max_iter, tol,
-                      cache=None, key=None, encode=None, n_rows=None, row_width=None):
-    """Active-set SparseMAP on every structure of a ragged batch.
-
-    Without a ``cache`` (a ``SupportCache``), every solve starts cold
-    from the MAP vertex.  With one, each solve starts from the support
-    stored under ``key`` at the previous call and stores its own, as int16
-    codes: ``n_rows[i]`` rows of width ``row_width[i]`` in structure ``i``'s
-    unary block, turned back into vertices by ``encode`` (see
-    :func:`structlearn.kernels.sparsemap.sparsemap_active_set_warm_ragged`).
-    A batch whose rows are wider than int16 codes allow is solved cold.
-    """
-    n = len(part_off) - 1
-    if cache is not None and n and int(np.max(row_width)) > np.iinfo(SUPPORT_CODE_DTYPE).max:
-        cache = None
-    if cache is None:
-        return sparsemap_active_set_ragged(theta, part_off, n_unary, oracle, params,
-                                           params_off, int(max_iter), float(tol))
-    entry = cache.get(key, n)
-    if entry is None:
-        entry = (np.zeros(0, dtype=SUPPORT_CODE_DTYPE), np.zeros(0),
-                 np.zeros(n + 1, dtype=np.int64))
-    mu, codes, w, sup_off = sparsemap_active_set_warm_ragged(
-        theta, part_off, n_unary, oracle, encode, params, params_off,
-        np.ascontiguousarray(n_rows, dtype=np.int64),
-        np.ascontiguousarray(row_width, dtype=np.int64), int(max_iter), float(tol), *entry)
-    cache.put(key, codes, w, sup_off)
-    return mu
-
-
 class Structure:
     """Base class of output structures.
 
@@ -387,6 +357,98 @@ class RaggedStructure(Structure):
     """
 
     active_set_projection = True
+    #: what one example is called in messages
+    example = "example"
+    #: Optional :class:`SupportCache`, given by the training problem that
+    #: owns it: when set, every active-set solve of this batch (SparseMAP,
+    #: the projection onto the marginal polytope) starts from the supports
+    #: the previous solve of the same examples stored, and stores its own.
+    warm_cache = None
+
+    # The active set over the batch, driven by what the subclass declares:
+    # ``_oracles()`` (the MAP oracle of one example and the decoder of its
+    # support codes, Numba functions of the signatures of
+    # :mod:`structlearn.kernels.sparsemap`), ``_oracle_params()`` (the
+    # per-example oracle parameters as ``(params, params_off)``),
+    # ``n_unary`` (the penalised parts leading every block) and
+    # ``code_width`` (a support is stored as ``lengths[i]`` rows of codes
+    # below ``code_width[i]``: a tag per token, a head per word).
+    def _oracles(self):
+        raise NotImplementedError
+
+    def _oracle_params(self):
+        raise NotImplementedError
+
+    @property
+    def code_width(self):
+        raise NotImplementedError
+
+    def _active_set(self, theta, n_unary, max_iter=1000, tol=1e-9, key=None):
+        """Active-set SparseMAP on every example of the batch, penalising
+        the first ``n_unary[i]`` parts of block ``i``.
+
+        Without a ``warm_cache`` (or without a ``key``), every solve starts
+        cold from the MAP vertex.  With one, each solve starts from the
+        support stored under ``key`` at the previous call and stores its
+        own, as int16 codes (see
+        :func:`structlearn.kernels.sparsemap.sparsemap_active_set_warm_ragged`);
+        a batch whose codes do not fit int16 is solved cold.
+        """
+        theta = self._theta(theta)
+        oracle, encode = self._oracles()
+        params, params_off = self._oracle_params()
+        n_unary = np.ascontiguousarray(n_unary, dtype=np.int64)
+        width = np.ascontiguousarray(self.code_width, dtype=np.int64)
+        cache = self.warm_cache if key is not None else None
+        if cache is not None and self.n and int(width.max()) > np.iinfo(SUPPORT_CODE_DTYPE).max:
+            cache = None
+        if cache is None:
+            return sparsemap_active_set_ragged(theta, self.part_off, n_unary, oracle, params,
+                                               params_off, int(max_iter), float(tol))
+        entry = cache.get(key, self.n)
+        if entry is None:
+            entry = (np.zeros(0, dtype=SUPPORT_CODE_DTYPE), np.zeros(0),
+                     np.zeros(self.n + 1, dtype=np.int64))
+        mu, codes, w, sup_off = sparsemap_active_set_warm_ragged(
+            theta, self.part_off, n_unary, oracle, encode, params, params_off,
+            np.ascontiguousarray(self.lengths, dtype=np.int64), width, int(max_iter),
+            float(tol), *entry)
+        cache.put(key, codes, w, sup_off)
+        return mu
+
+    def sparsemap(self, theta, max_iter=1000, tol=1e-9):
+        """SparseMAP marginals of every example (active set, MAP oracle),
+        warm-started from the ``warm_cache`` when there is one."""
+        return self._active_set(theta, self.n_unary, max_iter, tol, key="sparsemap")
+
+    def _marginal_projection(self, theta):
+        """The Euclidean projection onto the marginal polytope: SparseMAP
+        with every part penalised."""
+        return self._active_set(theta, self.block_sizes, key="projection")
+
+    def sparsemap_support(self, theta, method="active-set", max_iter=1000, tol=1e-9):
+        """SparseMAP of a batch of ONE example, with its distribution.
+
+        Returns ``(mu, vertices, weights, n_iter)`` as
+        :meth:`Structure.sparsemap_support`; the rows of ``vertices`` are
+        decoded with :meth:`decode`.
+        """
+        if self.n != 1:
+            raise ValueError(f"sparsemap_support works on a {self.name} batch of one "
+                             f"{self.example}, got {self.n}.")
+        theta = self._theta(theta)
+        oracle, _ = self._oracles()
+        params, params_off = self._oracle_params()
+        params = np.ascontiguousarray(params[params_off[0]:params_off[1]])
+        nu = int(self.n_unary[0])
+        if method == "active-set":
+            return sparsemap_active_set(theta, nu, oracle, params, int(max_iter), float(tol))
+        if method not in VARIANTS:
+            raise ValueError(
+                f"method must be 'active-set' or one of {sorted(VARIANTS)}, "
+                f"got {method!r}.")
+        return sparsemap_conditional_gradient(theta, nu, oracle, params, VARIANTS[method],
+                                              int(max_iter), float(tol))
 
     def n_samples(self, theta):
         return self.n

@@ -20,12 +20,7 @@ from ..kernels.linear import (
     chain_unary_mask,
     chain_unary_view,
 )
-from ..kernels.sparsemap import (
-    VARIANTS,
-    sparsemap_active_set,
-    sparsemap_conditional_gradient,
-)
-from .base import RaggedStructure, ragged_active_set
+from .base import RaggedStructure
 
 class Chain(RaggedStructure):
     """A batch of linear chains over ``n_tags`` tags.
@@ -59,14 +54,19 @@ class Chain(RaggedStructure):
     n_tags : int
     tok_off : array of int (n_sequences + 1,)
         Token offsets of the sequences (every length >= 1).
+    warm_cache : SupportCache or None
+        The warm starts of the active set, owned by the training problem
+        that binds this structure to a batch (see
+        :class:`~structlearn.structures.base.RaggedStructure`).
     """
 
     name = "chain"
+    example = "sequence"
     has_exact_slack = True
     projection_sets = {"chain": ("euclidean",), "cube": ("euclidean", "kl")}
     marginal_set = "chain"
 
-    def __init__(self, n_tags, tok_off):
+    def __init__(self, n_tags, tok_off, warm_cache=None):
         self.n_tags = int(n_tags)
         self.tok_off = np.ascontiguousarray(tok_off, dtype=np.int64)
         lengths = np.diff(self.tok_off)
@@ -79,11 +79,7 @@ class Chain(RaggedStructure):
         self.n_parts = int(self.part_off[-1])
         self.block_sizes = np.diff(self.part_off)
         self._mask = None
-        #: Optional ``structures.base.SupportCache``: when
-        #: set, every active-set solve of this batch (``sparsemap``,
-        #: projection onto the chain polytope) starts from the supports of
-        #: the previous one and stores its own.
-        self.warm_cache = None
+        self.warm_cache = warm_cache
 
     # ------------------------------------------------------------- layout
     @property
@@ -172,11 +168,19 @@ class Chain(RaggedStructure):
             return np.minimum(np.exp(np.minimum(theta - 1.0, 700.0)), upper)
         # Euclidean projection onto the chain polytope: SparseMAP with every
         # part penalised.
-        return self._active_set(theta, self.block_sizes, key="projection")
+        return self._marginal_projection(theta)
 
     # ---------------------------------------------------------- SparseMAP
-    def _oracle_params_batch(self):
+    def _oracles(self):
+        return chain_map, chain_encode_codes
+
+    def _oracle_params(self):
         return chain_block_params(self.tok_off, self.n_tags)
+
+    @property
+    def code_width(self):
+        """A support is a tag per token."""
+        return np.full(self.n, self.n_tags, dtype=np.int64)
 
     def _support_layout(self, sup_off):
         """Token and part offsets of the support vertices as a chain batch
@@ -193,40 +197,3 @@ class Chain(RaggedStructure):
         return encode_batch(np.ascontiguousarray(tags, dtype=np.int64), vpart_off,
                             vtok_off, self.n_tags)
 
-    def _active_set(self, theta, n_unary, max_iter=1000, tol=1e-9, key=None):
-        params, params_off = self._oracle_params_batch()
-        return ragged_active_set(
-            self._theta(theta), self.part_off, np.ascontiguousarray(n_unary, dtype=np.int64),
-            chain_map, params, params_off, max_iter, tol,
-            cache=self.warm_cache if key is not None else None, key=key,
-            encode=chain_encode_codes, n_rows=self.lengths,
-            row_width=np.full(self.n, self.n_tags, dtype=np.int64))
-
-    def sparsemap(self, theta, max_iter=1000, tol=1e-9):
-        """SparseMAP marginals of every sequence (active set, Viterbi oracle).
-
-        With a ``warm_cache`` the solves start from the supports of the
-        previous call (same optimum, fewer oracle calls when the scores
-        moved little)."""
-        return self._active_set(theta, self.n_unary, max_iter, tol, key="sparsemap")
-
-    def sparsemap_support(self, theta, method="active-set", max_iter=1000, tol=1e-9):
-        """SparseMAP of a batch of ONE sequence, with its distribution.
-
-        Returns ``(mu, vertices, weights, n_iter)`` as
-        :meth:`Structure.sparsemap_support`; the rows of ``vertices`` are
-        decoded with :meth:`decode`.
-        """
-        if self.n != 1:
-            raise ValueError("sparsemap_support works on a chain batch of one sequence.")
-        theta = self._theta(theta)
-        params = np.array([float(self.lengths[0]), float(self.n_tags)])
-        nu = int(self.n_unary[0])
-        if method == "active-set":
-            return sparsemap_active_set(theta, nu, chain_map, params, max_iter, tol)
-        if method not in VARIANTS:
-            raise ValueError(
-                f"method must be 'active-set' or one of {sorted(VARIANTS)}, "
-                f"got {method!r}.")
-        return sparsemap_conditional_gradient(theta, nu, chain_map, params,
-                                              VARIANTS[method], max_iter, tol)

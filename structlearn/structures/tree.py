@@ -2,11 +2,6 @@
 
 import numpy as np
 
-from ..kernels.sparsemap import (
-    VARIANTS,
-    sparsemap_active_set,
-    sparsemap_conditional_gradient,
-)
 from ..kernels.tree import (
     encode_heads_batch,
     head_simplex_rows,
@@ -22,7 +17,7 @@ from ..kernels.tree import (
     tree_encode_codes,
     tree_map,
 )
-from .base import IntractableError, RaggedStructure, ragged_active_set
+from .base import IntractableError, RaggedStructure
 
 
 # ------------------------------------------------------------------ structure
@@ -106,17 +101,19 @@ class Tree(RaggedStructure):
     block_sizes : int64 ndarray (n,)
         ``n_i (n_i + 1)``.
     warm_cache : SupportCache or None
-        When set (a ``structures.base.SupportCache``),
-        every active-set solve of this batch starts from the supports of the
+        When given (a ``structures.base.SupportCache``, owned by the
+        training problem that binds this structure to a batch), every
+        active-set solve of this batch starts from the supports of the
         previous one (stored as head arrays) and stores its own.
     """
 
     name = "tree"
+    example = "sentence"
     has_exact_slack = False
     projection_sets = {"tree": ("euclidean",), "simplex": ("euclidean", "kl")}
     marginal_set = "tree"
 
-    def __init__(self, word_off, single_root=True, projective=False):
+    def __init__(self, word_off, single_root=True, projective=False, warm_cache=None):
         raw = np.asarray(word_off)
         if raw.ndim != 1 or raw.size < 2:
             raise ValueError("a Tree batch needs word offsets of shape (n_sentences + 1,) "
@@ -141,7 +138,7 @@ class Tree(RaggedStructure):
         self.block_sizes = np.diff(self.part_off)
         self._mask = None
         self._params = tree_block_params(self.word_off, self.single_root, self.projective)
-        self.warm_cache = None
+        self.warm_cache = warm_cache
 
     def __repr__(self):
         return (f"Tree(n_sentences={self.n}, n_words={int(self.word_off[-1])}, "
@@ -289,47 +286,21 @@ class Tree(RaggedStructure):
             return head_simplex_rows(theta, self.part_off, self.word_off, geometry == "kl")
         # Euclidean projection onto the arborescence polytope: every part is
         # unary, so this is the SparseMAP solve.
-        return self._active_set(theta, key="projection")
+        return self._marginal_projection(theta)
 
     # ---------------------------------------------------------- SparseMAP
-    def sparsemap(self, theta, max_iter=1000, tol=1e-9):
-        """SparseMAP marginals of every sentence (active set, MAP oracle).
+    # (the active set of RaggedStructure; every part is penalised, so
+    # SparseMAP equals the Euclidean projection onto the tree polytope)
+    def _oracles(self):
+        return tree_map, tree_encode_codes
 
-        Equal to the Euclidean projection onto the tree polytope, since every
-        part is penalised.  With a ``warm_cache`` the solves start from
-        the supports of the previous call.
-        """
-        return self._active_set(theta, max_iter, tol, key="sparsemap")
+    def _oracle_params(self):
+        return self._params
 
-    def _active_set(self, theta, max_iter=1000, tol=1e-9, key=None):
-        params, params_off = self._params
-        return ragged_active_set(
-            self._theta(theta), self.part_off, self.block_sizes, tree_map, params,
-            params_off, max_iter, tol, cache=self.warm_cache if key else None, key=key,
-            encode=tree_encode_codes, n_rows=self.lengths, row_width=self.lengths + 1)
-
-    def sparsemap_support(self, theta, method="active-set", max_iter=1000, tol=1e-9):
-        """SparseMAP of a batch of ONE sentence, with its distribution.
-
-        Returns ``(mu, vertices, weights, n_iter)`` as
-        :meth:`Structure.sparsemap_support`; the rows of ``vertices`` are
-        decoded with :meth:`decode`.
-        """
-        if self.n != 1:
-            raise ValueError("sparsemap_support works on a Tree batch of one sentence.")
-        theta = self._theta(theta)
-        params = np.array([float(self.lengths[0]), float(self.single_root),
-                           float(self.projective)])
-        nu = self.n_parts
-        if method == "active-set":
-            return sparsemap_active_set(theta, nu, tree_map, params, int(max_iter),
-                                        float(tol))
-        if method not in VARIANTS:
-            raise ValueError(
-                f"method must be 'active-set' or one of {sorted(VARIANTS)}, "
-                f"got {method!r}.")
-        return sparsemap_conditional_gradient(theta, nu, tree_map, params,
-                                              VARIANTS[method], int(max_iter), float(tol))
+    @property
+    def code_width(self):
+        """A support is a head per word (``0..n``)."""
+        return self.lengths + 1
 
     # ---------------------------------------------------------- decoding
     def calibrated_decode(self, mu):
