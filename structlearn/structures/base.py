@@ -359,7 +359,7 @@ class RaggedStructure(Structure):
     active_set_projection = True
     #: what one example is called in messages
     example = "example"
-    #: Optional :class:`SupportCache`, given by the training problem that
+    #: Optional ``SupportCache``, given by the training problem that
     #: owns it: when set, every active-set solve of this batch (SparseMAP,
     #: the projection onto the marginal polytope) starts from the supports
     #: the previous solve of the same examples stored, and stores its own.

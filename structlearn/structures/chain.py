@@ -57,7 +57,7 @@ class Chain(RaggedStructure):
     warm_cache : SupportCache or None
         The warm starts of the active set, owned by the training problem
         that binds this structure to a batch (see
-        :class:`~structlearn.structures.base.RaggedStructure`).
+        ``structures.base.RaggedStructure``).
     """
 
     name = "chain"
