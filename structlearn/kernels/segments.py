@@ -1,0 +1,297 @@
+"""Semi-Markov (segmentation) kernels on a flat, ragged batch layout.
+
+A batch holds ``n`` sequences of lengths ``L_i >= 1``; a *segmentation* of a
+sequence cuts it into segments of ``1..M`` consecutive tokens (``M`` the
+maximum segment length), each with one of ``K`` labels (Sarawagi & Cohen
+2004).  Its score adds one score per segment, the transition scores between
+consecutive segments' labels and start / end scores:
+
+* ``tok_off`` (int64, ``n + 1``): token offsets, as for chains;
+* a segmentation is one int64 *code* per token: ``2 k + 1`` where the token
+  starts a segment of label ``k``, ``2 k`` where it continues one (so the
+  first token's code is odd, and a segment is a maximal run that starts at
+  an odd code and continues with even codes of the same label);
+* ``part_off`` (int64, ``n + 1``): part offsets; the block of sequence ``i``
+  has ``L M K + K K + 2 K`` entries.  Inside the block starting at ``base``:
+
+  - ``seg[e, l, k]`` (the segment of label ``k`` and length ``l + 1``
+    ending at token ``e``) at ``base + (e M + l) K + k`` -- the entries with
+    ``l > e`` stand for no segment and are never part of a segmentation
+    (their scores are ignored, their marginals and encodings are 0);
+  - ``trans[a, b]`` at ``base + L M K + a K + b``;
+  - ``start[k]`` at ``base + L M K + K K + k``;
+  - ``end[k]`` at ``base + L M K + K K + K + k``.
+
+The vertex ``phi(y)`` uses the same layout (segment indicators, transition
+counts, start and end one-hots).  The segment parts lead every block, so
+``n_unary = L M K`` is the SparseMAP convention of
+:mod:`structlearn.kernels.sparsemap` (only they are penalised).
+
+Recursions (``O(L M K + L K^2)`` per sequence): ``V[e, k]``, the best (or,
+in log space, the total) score of the segmentations of tokens ``0..e``
+whose last segment ends at ``e`` with label ``k``, is ``max_l seg[e, l, k]
++ P[e - l - 1, k]``, with ``P[s, k] = max_a V[s, a] + trans[a, k]`` (and
+``start[k]`` for a segment starting at token 0).  Ties: strict ``>`` in
+increasing index order, so the shortest last segment and then the lowest
+label win.  Scores are finite; the log-space recursions subtract their
+running maximum.
+"""
+
+import numpy as np
+from numba import njit
+
+NEG_INF = -np.inf
+
+
+@njit(cache=True, nogil=True)
+def segment_part_offsets(tok_off, K, M):
+    """Part offsets of a batch: block ``i`` has ``L_i M K + K K + 2 K`` parts."""
+    n = tok_off.shape[0] - 1
+    off = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        off[i + 1] = off[i] + (tok_off[i + 1] - tok_off[i]) * M * K + K * K + 2 * K
+    return off
+
+
+@njit(cache=True, nogil=True)
+def _lse2(a, b):
+    if a == NEG_INF:
+        return b
+    if b == NEG_INF:
+        return a
+    if a > b:
+        return a + np.log1p(np.exp(b - a))
+    return b + np.log1p(np.exp(a - b))
+
+
+@njit(cache=True, nogil=True)
+def _incoming(theta, base, L, K, M, V, s, k, logspace):
+    """Score of entering a segment of label ``k`` that starts at token ``s``:
+    ``start[k]`` when ``s = 0``, else the max (log-sum) over the previous
+    label ``a`` of ``V[s - 1, a] + trans[a, k]``; also that argmax."""
+    tr = base + L * M * K
+    if s == 0:
+        return theta[tr + K * K + k], -1
+    best = NEG_INF
+    arg = 0
+    for a in range(K):
+        v = V[s - 1, a] + theta[tr + a * K + k]
+        if logspace:
+            best = _lse2(best, v)
+        elif v > best:
+            best = v
+            arg = a
+    return best, arg
+
+
+@njit(cache=True, nogil=True)
+def _forward(theta, base, L, K, M, logspace):
+    """``V`` (and, for max-sum, the back-pointers: length index and
+    previous label) of one sequence."""
+    V = np.full((L, K), NEG_INF)
+    bl = np.zeros((L, K), dtype=np.int64)
+    bk = np.zeros((L, K), dtype=np.int64)
+    for e in range(L):
+        for k in range(K):
+            best = NEG_INF
+            for ln in range(min(M, e + 1)):
+                s = e - ln
+                inc, arg = _incoming(theta, base, L, K, M, V, s, k, logspace)
+                v = theta[base + (e * M + ln) * K + k] + inc
+                if logspace:
+                    best = _lse2(best, v)
+                elif v > best:
+                    best = v
+                    bl[e, k] = ln
+                    bk[e, k] = arg
+            V[e, k] = best
+    return V, bl, bk
+
+
+@njit(cache=True, nogil=True)
+def _viterbi_into(theta, base, L, K, M, y, yoff):
+    V, bl, bk = _forward(theta, base, L, K, M, False)
+    en = base + L * M * K + K * K + K
+    best = NEG_INF
+    k = 0
+    for a in range(K):
+        v = V[L - 1, a] + theta[en + a]
+        if v > best:
+            best = v
+            k = a
+    e = L - 1
+    while e >= 0:
+        ln = bl[e, k]
+        s = e - ln
+        y[yoff + s] = 2 * k + 1
+        for t in range(s + 1, e + 1):
+            y[yoff + t] = 2 * k
+        k_prev = bk[e, k]
+        e = s - 1
+        k = k_prev
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _segment_at(y, yoff, L, t):
+    """``(end, label)`` of the segment starting at token ``t``."""
+    k = y[yoff + t] // 2
+    e = t
+    while e + 1 < L and y[yoff + e + 1] % 2 == 0:
+        e += 1
+    return e, k
+
+
+@njit(cache=True, nogil=True)
+def _add_encoding(y, yoff, L, K, M, out, base, w):
+    tr = base + L * M * K
+    t = 0
+    prev = -1
+    while t < L:
+        e, k = _segment_at(y, yoff, L, t)
+        out[base + (e * M + (e - t)) * K + k] += w
+        if prev < 0:
+            out[tr + K * K + k] += w
+        else:
+            out[tr + prev * K + k] += w
+        prev = k
+        t = e + 1
+    out[tr + K * K + K + prev] += w
+
+
+@njit(cache=True, nogil=True)
+def _score(theta, base, L, K, M, y, yoff):
+    tr = base + L * M * K
+    total = 0.0
+    t = 0
+    prev = -1
+    while t < L:
+        e, k = _segment_at(y, yoff, L, t)
+        total += theta[base + (e * M + (e - t)) * K + k]
+        total += theta[tr + K * K + k] if prev < 0 else theta[tr + prev * K + k]
+        prev = k
+        t = e + 1
+    return total + theta[tr + K * K + K + prev]
+
+
+@njit(cache=True, nogil=True)
+def _marginals_into(theta, base, L, K, M, mu):
+    """Log-partition of one sequence; its marginals (segments, transition
+    counts, start, end) written into ``mu[base:...]``."""
+    A, _, _ = _forward(theta, base, L, K, M, True)
+    tr = base + L * M * K
+    st = tr + K * K
+    en = st + K
+    logZ = NEG_INF
+    for k in range(K):
+        logZ = _lse2(logZ, A[L - 1, k] + theta[en + k])
+    # B[e, k]: completions after a segment of label k ending at e;
+    # C[s, k]: a segment of label k starting at s, and its completions
+    B = np.full((L, K), NEG_INF)
+    C = np.full((L + 1, K), NEG_INF)
+    for s in range(L - 1, -1, -1):
+        for k in range(K):
+            if s == L - 1:
+                B[s, k] = theta[en + k]
+            else:
+                v = NEG_INF
+                for b in range(K):
+                    v = _lse2(v, theta[tr + k * K + b] + C[s + 1, b])
+                B[s, k] = v
+        for k in range(K):
+            v = NEG_INF
+            for ln in range(min(M, L - s)):
+                e = s + ln
+                v = _lse2(v, theta[base + (e * M + ln) * K + k] + B[e, k])
+            C[s, k] = v
+    for e in range(L):
+        for ln in range(min(M, e + 1)):
+            s = e - ln
+            for k in range(K):
+                if s == 0:
+                    inc = theta[st + k]
+                else:
+                    inc = NEG_INF
+                    for a in range(K):
+                        inc = _lse2(inc, A[s - 1, a] + theta[tr + a * K + k])
+                p = base + (e * M + ln) * K + k
+                mu[p] = np.exp(inc + theta[p] + B[e, k] - logZ)
+    for a in range(K):
+        for b in range(K):
+            v = 0.0
+            for j in range(L - 1):
+                v += np.exp(A[j, a] + theta[tr + a * K + b] + C[j + 1, b] - logZ)
+            mu[tr + a * K + b] = v
+    for k in range(K):
+        mu[st + k] = np.exp(theta[st + k] + C[0, k] - logZ)
+        mu[en + k] = np.exp(A[L - 1, k] + theta[en + k] - logZ)
+    return logZ
+
+
+# ------------------------------------------------------------- batch kernels
+@njit(cache=True, nogil=True)
+def segment_encode_batch(y, part_off, tok_off, K, M):
+    """Flat encodings ``phi(y)`` of a batch of segmentations."""
+    out = np.zeros(part_off[-1])
+    for i in range(tok_off.shape[0] - 1):
+        _add_encoding(y, tok_off[i], tok_off[i + 1] - tok_off[i], K, M, out, part_off[i], 1.0)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def segment_score_batch(theta, y, part_off, tok_off, K, M):
+    """``<theta_i, phi(y_i)>`` per sequence."""
+    n = tok_off.shape[0] - 1
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = _score(theta, part_off[i], tok_off[i + 1] - tok_off[i], K, M, y, tok_off[i])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def segment_viterbi_batch(theta, part_off, tok_off, K, M):
+    """The best segmentation of every sequence (flat codes)."""
+    n = tok_off.shape[0] - 1
+    y = np.empty(tok_off[n], dtype=np.int64)
+    for i in range(n):
+        _viterbi_into(theta, part_off[i], tok_off[i + 1] - tok_off[i], K, M, y, tok_off[i])
+    return y
+
+
+@njit(cache=True, nogil=True)
+def segment_marginals_batch(theta, part_off, tok_off, K, M):
+    """Marginals (flat, the layout of ``theta``) and log-partition of every
+    sequence."""
+    n = tok_off.shape[0] - 1
+    mu = np.zeros(part_off[n])
+    logZ = np.empty(n)
+    for i in range(n):
+        logZ[i] = _marginals_into(theta, part_off[i], tok_off[i + 1] - tok_off[i], K, M, mu)
+    return mu, logZ
+
+
+@njit(cache=True, nogil=True)
+def check_segment_codes(y, tok_off, K, M):
+    """First invalid token of a batch of segmentation codes, as ``(sequence,
+    token, reason)`` with reason 1: label out of range, 2: the first token
+    does not start a segment, 3: a continuation changes the label, 4: a
+    segment longer than ``M``; ``(-1, -1, 0)`` when every code is valid."""
+    for i in range(tok_off.shape[0] - 1):
+        o = tok_off[i]
+        L = tok_off[i + 1] - o
+        run = 0
+        for t in range(L):
+            c = y[o + t]
+            if c < 0 or c // 2 >= K:
+                return i, t, 1
+            if c % 2 == 1:
+                run = 1
+            elif t == 0:
+                return i, t, 2
+            elif c // 2 != y[o + t - 1] // 2:
+                return i, t, 3
+            else:
+                run += 1
+            if run > M:
+                return i, t, 4
+    return -1, -1, 0

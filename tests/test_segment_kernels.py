@@ -1,0 +1,127 @@
+"""The semi-Markov kernels against brute-force enumeration of segmentations."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from structlearn.kernels.segments import (
+    check_segment_codes,
+    segment_encode_batch,
+    segment_marginals_batch,
+    segment_part_offsets,
+    segment_score_batch,
+    segment_viterbi_batch,
+)
+
+
+def segmentations(L, K, M):
+    """Every segmentation of ``L`` tokens as flat codes (2 k + 1 starts a
+    segment of label k, 2 k continues it)."""
+    out = []
+
+    def cuts(t):
+        if t == L:
+            yield []
+            return
+        for ln in range(1, min(M, L - t) + 1):
+            for rest in cuts(t + ln):
+                yield [ln] + rest
+
+    for lengths in cuts(0):
+        for labels in itertools.product(range(K), repeat=len(lengths)):
+            codes = []
+            for ln, k in zip(lengths, labels):
+                codes += [2 * k + 1] + [2 * k] * (ln - 1)
+            out.append(np.array(codes, dtype=np.int64))
+    return out
+
+
+def reference_encoding(codes, L, K, M):
+    """phi(y) written out from the definition (segment list first)."""
+    size = L * M * K + K * K + 2 * K
+    phi = np.zeros(size)
+    segs = []
+    t = 0
+    while t < L:
+        e = t
+        while e + 1 < L and codes[e + 1] % 2 == 0:
+            e += 1
+        segs.append((t, e, codes[t] // 2))
+        t = e + 1
+    for s, e, k in segs:
+        phi[(e * M + (e - s)) * K + k] = 1
+    for (_, _, a), (_, _, b) in zip(segs[:-1], segs[1:]):
+        phi[L * M * K + a * K + b] += 1
+    phi[L * M * K + K * K + segs[0][2]] = 1
+    phi[L * M * K + K * K + K + segs[-1][2]] = 1
+    return phi
+
+
+CASES = [(1, 1, 1), (1, 3, 2), (3, 2, 2), (4, 2, 3), (5, 3, 2), (5, 2, 5), (4, 3, 1)]
+
+
+@pytest.mark.parametrize("L, K, M", CASES)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_segment_kernels_match_enumeration(L, K, M, seed):
+    rng = np.random.RandomState(seed)
+    tok_off = np.array([0, L], dtype=np.int64)
+    part_off = segment_part_offsets(tok_off, K, M)
+    theta = rng.randn(part_off[-1]) * 2
+    ys = segmentations(L, K, M)
+    Phi = np.array([reference_encoding(y, L, K, M) for y in ys])
+    for y, phi in zip(ys, Phi):
+        np.testing.assert_array_equal(segment_encode_batch(y, part_off, tok_off, K, M), phi)
+        assert segment_score_batch(theta, y, part_off, tok_off, K, M)[0] == \
+            pytest.approx(phi @ theta, abs=1e-12)
+        assert check_segment_codes(y, tok_off, K, M)[2] == 0
+    scores = Phi @ theta
+    best = segment_viterbi_batch(theta, part_off, tok_off, K, M)
+    assert reference_encoding(best, L, K, M) @ theta == pytest.approx(scores.max(), abs=1e-12)
+    mu, logZ = segment_marginals_batch(theta, part_off, tok_off, K, M)
+    assert logZ[0] == pytest.approx(logsumexp(scores), abs=1e-10)
+    p = np.exp(scores - logsumexp(scores))
+    np.testing.assert_allclose(mu, p @ Phi, atol=1e-10)
+
+
+def test_segment_batch_of_several_sequences_is_the_sequences_one_by_one():
+    rng = np.random.RandomState(3)
+    K, M = 3, 3
+    lengths = [4, 1, 6, 2]
+    tok_off = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    part_off = segment_part_offsets(tok_off, K, M)
+    theta = rng.randn(part_off[-1]) * 3
+    y = segment_viterbi_batch(theta, part_off, tok_off, K, M)
+    mu, logZ = segment_marginals_batch(theta, part_off, tok_off, K, M)
+    for i, L in enumerate(lengths):
+        one = np.array([0, L], dtype=np.int64)
+        po = segment_part_offsets(one, K, M)
+        th = theta[part_off[i]:part_off[i + 1]]
+        np.testing.assert_array_equal(segment_viterbi_batch(th, po, one, K, M),
+                                      y[tok_off[i]:tok_off[i + 1]])
+        m1, z1 = segment_marginals_batch(th, po, one, K, M)
+        np.testing.assert_allclose(m1, mu[part_off[i]:part_off[i + 1]], rtol=1e-12)
+        assert z1[0] == pytest.approx(logZ[i], rel=1e-12)
+
+
+def test_segment_kernels_are_stable_for_large_scores():
+    rng = np.random.RandomState(4)
+    tok_off = np.array([0, 5], dtype=np.int64)
+    part_off = segment_part_offsets(tok_off, 2, 3)
+    theta = rng.randn(part_off[-1]) * 1e6
+    mu, logZ = segment_marginals_batch(theta, part_off, tok_off, 2, 3)
+    assert np.all(np.isfinite(mu)) and np.isfinite(logZ[0])
+    y = segment_viterbi_batch(theta, part_off, tok_off, 2, 3)
+    # at this scale the distribution is the MAP vertex
+    np.testing.assert_allclose(mu, segment_encode_batch(y, part_off, tok_off, 2, 3),
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("codes, reason", [([1, 0, 4], 1), ([0, 1], 2), ([1, 2], 3),
+                                           ([1, 0, 0], 4), ([3, 2, 1], 0)])
+def test_invalid_segmentation_codes_are_reported(codes, reason):
+    y = np.array(codes, dtype=np.int64)
+    i, t, r = check_segment_codes(y, np.array([0, len(codes)], dtype=np.int64), 2, 2)
+    assert r == reason
+    assert (i, t) == ((-1, -1) if reason == 0 else (0, {1: 2, 2: 0, 3: 1, 4: 2}[reason]))
