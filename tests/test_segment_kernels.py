@@ -125,3 +125,96 @@ def test_invalid_segmentation_codes_are_reported(codes, reason):
     i, t, r = check_segment_codes(y, np.array([0, len(codes)], dtype=np.int64), 2, 2)
     assert r == reason
     assert (i, t) == ((-1, -1) if reason == 0 else (0, {1: 2, 2: 0, 3: 1, 4: 2}[reason]))
+
+
+# ------------------------------------------------------------- the structure
+def _segments(lengths, K, M, seed=0, **kw):
+    from structlearn.structures import Segments
+
+    tok_off = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    st = Segments(K, tok_off, M, **kw)
+    theta = np.random.RandomState(seed).randn(st.n_parts) * 2
+    return st, theta
+
+
+def _spans(codes):
+    out, t = [], 0
+    while t < len(codes):
+        e = t
+        while e + 1 < len(codes) and codes[e + 1] % 2 == 0:
+            e += 1
+        out.append((t, e, codes[t] // 2))
+        t = e + 1
+    return out
+
+
+def _reference_cost(pred, gold, precision, recall, mismatch):
+    """Sarawagi & Gupta's segment cost, from the span lists."""
+    gold_spans = {(s, e): k for s, e, k in _spans(gold)}
+    total = 0.0
+    for s, e, k in _spans(pred):
+        if (s, e) in gold_spans:
+            total += mismatch[gold_spans[(s, e)], k]
+        else:
+            total += precision[k] + sum(recall[k2] for s2, _, k2 in _spans(gold)
+                                        if s <= s2 <= e)
+    return total
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_segment_cost_is_affine_and_matches_its_definition(seed):
+    rng = np.random.RandomState(seed)
+    K, M, L = 3, 3, 5
+    prec, rec = rng.rand(K) + 0.1, rng.rand(K) + 0.1
+    mis = rng.rand(K, K)
+    np.fill_diagonal(mis, 0.0)
+    st, _ = _segments([L], K, M, precision=prec, recall=rec, mismatch=mis)
+    ys = segmentations(L, K, M)
+    gold = ys[rng.randint(len(ys))]
+    c = st.cost_vector(st.encode(gold))
+    for pred in ys[::7]:
+        want = _reference_cost(pred, gold, prec, rec, mis)
+        assert st.encode(pred) @ c == pytest.approx(want, abs=1e-12)
+        assert st.cost(pred, gold)[0] == pytest.approx(want, abs=1e-12)
+    assert st.cost(gold, gold)[0] == 0.0
+    # decode inverts encode
+    for y in ys[::11]:
+        np.testing.assert_array_equal(st.decode(st.encode(y)), y)
+
+
+def test_segment_sparsemap_is_the_projection_of_enumerated_vertices():
+    from scipy.optimize import minimize
+
+    K, M, L = 2, 2, 3
+    st, theta = _segments([L], K, M, seed=5)
+    mu = st.sparsemap(theta)
+    Phi = np.array([reference_encoding(y, L, K, M) for y in segmentations(L, K, M)])
+    nu = int(st.n_unary[0])
+
+    def negdual(p):   # max_p <theta, Phi^T p> - 1/2 ||(Phi^T p)_U||^2 over the simplex
+        m = Phi.T @ p
+        return -(theta @ m - 0.5 * m[:nu] @ m[:nu])
+
+    cons = ({"type": "eq", "fun": lambda p: p.sum() - 1},)
+    res = minimize(negdual, np.full(len(Phi), 1 / len(Phi)), bounds=[(0, 1)] * len(Phi),
+                   constraints=cons, method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
+    assert -res.fun == pytest.approx(theta @ mu - 0.5 * mu[:nu] @ mu[:nu], abs=1e-7)
+    np.testing.assert_allclose(mu[:nu], (Phi.T @ res.x)[:nu], atol=1e-4)
+    # the support's distribution reproduces mu
+    mu2, V, w, _ = st.sparsemap_support(theta)
+    np.testing.assert_allclose(w @ V, mu2, atol=1e-9)
+    np.testing.assert_allclose(mu2, mu, atol=1e-9)
+
+
+def test_segments_reject_invalid_codes_and_parameters():
+    from structlearn.structures import Segments
+
+    st, _ = _segments([3], 2, 2)
+    with pytest.raises(ValueError, match="longer than max_length=2"):
+        st.encode(np.array([1, 0, 0]))
+    with pytest.raises(ValueError, match="does not start a segment"):
+        st.encode(np.array([0, 1, 1]))
+    with pytest.raises(ValueError, match="mismatch"):
+        Segments(2, [0, 3], 2, mismatch=np.ones((2, 2)))
+    with pytest.raises(ValueError, match="precision"):
+        Segments(2, [0, 3], 2, precision=[-1, 1])

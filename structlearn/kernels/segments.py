@@ -40,6 +40,9 @@ running maximum.
 import numpy as np
 from numba import njit
 
+from ._lazy import njit_on_first_call
+from .sparsemap import ORACLE_SIGNATURE
+
 NEG_INF = -np.inf
 
 
@@ -295,3 +298,74 @@ def check_segment_codes(y, tok_off, K, M):
             if run > M:
                 return i, t, 4
     return -1, -1, 0
+
+
+@njit(cache=True, nogil=True)
+def segment_decode_batch(phi, part_off, tok_off, K, M):
+    """Segmentation codes of vertices ``phi`` (their segment indicators; an
+    entry above 1/2 marks a segment)."""
+    n = tok_off.shape[0] - 1
+    y = np.zeros(tok_off[n], dtype=np.int64)
+    for i in range(n):
+        o = tok_off[i]
+        L = tok_off[i + 1] - o
+        base = part_off[i]
+        for e in range(L):
+            for ln in range(min(M, e + 1)):
+                for k in range(K):
+                    if phi[base + (e * M + ln) * K + k] > 0.5:
+                        s = e - ln
+                        y[o + s] = 2 * k + 1
+                        for t in range(s + 1, e + 1):
+                            y[o + t] = 2 * k
+    return y
+
+
+@njit(cache=True, nogil=True)
+def segment_cost_batch(y, part_off, tok_off, K, M, precision, recall, mismatch):
+    """The cost vector of every sequence's gold segmentation ``y`` (Sarawagi
+    & Gupta 2008, Sec. 4.3.2): a predicted segment ``(s, e, k)`` costs
+    ``mismatch[k', k]`` when the gold has the span ``(s, e)`` with label
+    ``k'``, else ``precision[k]`` plus ``recall[k']`` for every gold segment
+    ``(s', e', k')`` that starts inside it (``s <= s' <= e``).  The
+    segmentation's cost is the sum over its segments, ``<phi(y'),
+    cost>``; transition, start and end parts cost nothing."""
+    cost = np.zeros(part_off[-1])
+    for i in range(tok_off.shape[0] - 1):
+        o = tok_off[i]
+        L = tok_off[i + 1] - o
+        base = part_off[i]
+        gold_end = np.full(L, -1, dtype=np.int64)
+        gold_lab = np.full(L, -1, dtype=np.int64)
+        rsum = np.zeros(L + 1)  # prefix sums of the recall penalties of gold starts
+        t = 0
+        while t < L:
+            e, k = _segment_at(y, o, L, t)
+            gold_end[t] = e
+            gold_lab[t] = k
+            t = e + 1
+        for t in range(L):
+            rsum[t + 1] = rsum[t] + (recall[gold_lab[t]] if gold_lab[t] >= 0 else 0.0)
+        for e in range(L):
+            for ln in range(min(M, e + 1)):
+                s = e - ln
+                for k in range(K):
+                    p = base + (e * M + ln) * K + k
+                    if gold_end[s] == e:
+                        cost[p] = mismatch[gold_lab[s], k]
+                    else:
+                        cost[p] = precision[k] + rsum[e + 1] - rsum[s]
+    return cost
+
+
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
+def segment_map(eta, params, out):
+    """MAP oracle of one sequence for the active set, ``params = [L, K, M]``:
+    writes ``phi(argmax)`` (the tie-breaking of :func:`segment_viterbi_batch`)."""
+    L = int(params[0])
+    K = int(params[1])
+    M = int(params[2])
+    y = np.empty(L, dtype=np.int64)
+    _viterbi_into(eta, 0, L, K, M, y, 0)
+    out[:] = 0.0
+    _add_encoding(y, 0, L, K, M, out, 0, 1.0)

@@ -359,6 +359,9 @@ class RaggedStructure(Structure):
     active_set_projection = True
     #: what one example is called in messages
     example = "example"
+    #: whether a support can be stored as one code per row of the unary
+    #: block (then the ``warm_cache`` is used)
+    warm_supports = True
     #: Optional ``SupportCache``, given by the training problem that
     #: owns it: when set, every active-set solve of this batch (SparseMAP,
     #: the projection onto the marginal polytope) starts from the supports
@@ -398,10 +401,11 @@ class RaggedStructure(Structure):
         oracle, encode = self._oracles()
         params, params_off = self._oracle_params()
         n_unary = np.ascontiguousarray(n_unary, dtype=np.int64)
-        width = np.ascontiguousarray(self.code_width, dtype=np.int64)
-        cache = self.warm_cache if key is not None else None
-        if cache is not None and self.n and int(width.max()) > np.iinfo(SUPPORT_CODE_DTYPE).max:
-            cache = None
+        cache = self.warm_cache if key is not None and self.warm_supports else None
+        if cache is not None:
+            width = np.ascontiguousarray(self.code_width, dtype=np.int64)
+            if self.n and int(width.max()) > np.iinfo(SUPPORT_CODE_DTYPE).max:
+                cache = None
         if cache is None:
             return sparsemap_active_set_ragged(theta, self.part_off, n_unary, oracle, params,
                                                params_off, int(max_iter), float(tol))

@@ -1,0 +1,210 @@
+"""Labelled segmentations: semi-Markov chains (Sarawagi & Cohen 2004)."""
+
+import numpy as np
+
+from ..kernels.segments import (
+    check_segment_codes,
+    segment_cost_batch,
+    segment_decode_batch,
+    segment_encode_batch,
+    segment_map,
+    segment_marginals_batch,
+    segment_part_offsets,
+    segment_score_batch,
+    segment_viterbi_batch,
+)
+from ..kernels.sparsemap import block_params
+from .base import IntractableError, RaggedStructure
+
+
+def _penalties(value, K, name):
+    if value is None:
+        return np.ones(K)
+    value = np.asarray(value, dtype=np.float64)
+    if value.shape != (K,) or not np.all(np.isfinite(value)) or np.any(value < 0):
+        raise ValueError(f"{name} must be {K} finite non-negative penalties (one per "
+                         f"label), got {value!r}.")
+    return np.ascontiguousarray(value)
+
+
+class Segments(RaggedStructure):
+    """Labelled segmentations of a batch of sequences (semi-Markov chains).
+
+    A segmentation cuts a sequence of ``L`` tokens into segments of
+    ``1..max_length`` tokens, each with one of ``n_labels`` labels; its
+    score adds a score per segment, the transition scores between the
+    labels of consecutive segments and start / end scores (the layout and
+    the codes -- ``2 k + 1`` where a token starts a segment of label ``k``,
+    ``2 k`` where it continues one -- are documented in
+    :mod:`structlearn.kernels.segments`).  Inference: semi-Markov Viterbi
+    (MAP), forward-backward (marginals, log-partition), SparseMAP by the
+    active set of :class:`~structlearn.structures.base.RaggedStructure`
+    (its warm start is not used: a segmentation is not one code per row of
+    the segment block).
+
+    The task cost is that of Sarawagi & Gupta (2008, Sec. 4.3.2), a sum
+    over the predicted segments: a segment whose span is a gold segment's
+    costs ``mismatch[gold label, label]``; any other costs its label's
+    ``precision`` penalty plus the ``recall`` penalty of every gold segment
+    that starts inside it.  The defaults -- penalties of 1 and ``mismatch =
+    1 - I`` -- count the wrong predicted segments plus the missed gold
+    ones (a mislabelled span counts once), the segment analogue of the
+    Hamming cost.
+
+    Parameters
+    ----------
+    n_labels : int
+    tok_off : int array (n_sequences + 1,)
+        Token offsets (every length >= 1).
+    max_length : int
+        The longest segment.
+    precision, recall : arrays of n_labels non-negative floats, optional
+    mismatch : (n_labels, n_labels) array, optional
+        Non-negative, zero on the diagonal.
+    warm_cache : None
+        Accepted for the protocol of the training problems (unused).
+    """
+
+    name = "segments"
+    example = "sequence"
+    has_exact_slack = False
+    projection_sets = {"segments": ("euclidean",)}
+    marginal_set = "segments"
+    #: the supports are not stored between solves (see the class docstring)
+    warm_supports = False
+
+    def __init__(self, n_labels, tok_off, max_length, precision=None, recall=None,
+                 mismatch=None, warm_cache=None):
+        self.n_labels = K = int(n_labels)
+        self.max_length = int(max_length)
+        if K < 1 or self.max_length < 1:
+            raise ValueError(f"n_labels and max_length must be >= 1, got {n_labels} and "
+                             f"{max_length}.")
+        self.tok_off = np.ascontiguousarray(tok_off, dtype=np.int64)
+        lengths = np.diff(self.tok_off)
+        if len(lengths) == 0 or lengths.min() < 1:
+            raise ValueError("a Segments batch needs at least one sequence, each of "
+                             "length >= 1.")
+        self.lengths = lengths
+        self.n = len(lengths)
+        self.part_off = segment_part_offsets(self.tok_off, K, self.max_length)
+        self.n_parts = int(self.part_off[-1])
+        self.block_sizes = np.diff(self.part_off)
+        self.precision = _penalties(precision, K, "precision")
+        self.recall = _penalties(recall, K, "recall")
+        if mismatch is None:
+            mismatch = 1.0 - np.eye(K)
+        mismatch = np.asarray(mismatch, dtype=np.float64)
+        if mismatch.shape != (K, K) or not np.all(np.isfinite(mismatch)) \
+                or np.any(mismatch < 0) or np.any(np.diag(mismatch) != 0):
+            raise ValueError(f"mismatch must be a ({K}, {K}) non-negative matrix with a zero "
+                             f"diagonal, got {mismatch!r}.")
+        self.mismatch = np.ascontiguousarray(mismatch)
+        self.warm_cache = warm_cache
+
+    # ------------------------------------------------------------- layout
+    @property
+    def n_unary(self):
+        """The segment parts lead every block (the parts SparseMAP penalises)."""
+        return self.lengths * self.max_length * self.n_labels
+
+    @property
+    def pos_off(self):
+        return self.tok_off
+
+    def unary_sq(self, mu):
+        mu = np.asarray(mu, dtype=np.float64)
+        return self.sum_parts(np.where(self._unary_mask(), mu * mu, 0.0))
+
+    def _unary_mask(self):
+        mask = np.zeros(self.n_parts, dtype=bool)
+        for i in range(self.n):
+            mask[self.part_off[i]:self.part_off[i] + self.n_unary[i]] = True
+        return mask
+
+    def _theta(self, theta):
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        if theta.ndim == 2 and theta.shape[0] == 1:
+            theta = theta[0]
+        if theta.shape != (self.n_parts,):
+            raise ValueError(f"segmentation scores must be a flat array of {self.n_parts} "
+                             f"parts, got shape {theta.shape}.")
+        return theta
+
+    def _y(self, y):
+        y = np.ascontiguousarray(y, dtype=np.int64)
+        if y.shape != (int(self.tok_off[-1]),):
+            raise ValueError(f"segmentations must be a flat array of {int(self.tok_off[-1])} "
+                             f"token codes, got shape {y.shape}.")
+        i, t, reason = check_segment_codes(y, self.tok_off, self.n_labels, self.max_length)
+        if reason:
+            why = {1: f"a label outside 0..{self.n_labels - 1}",
+                   2: "a first token that does not start a segment",
+                   3: "a continuation with another label",
+                   4: f"a segment longer than max_length={self.max_length}"}[int(reason)]
+            raise ValueError(f"invalid segmentation code {int(y[self.tok_off[i] + t])} at "
+                             f"sequence {i}, token {t}: {why}.")
+        return y
+
+    # ----------------------------------------------------------- encoding
+    def encode(self, y):
+        return segment_encode_batch(self._y(y), self.part_off, self.tok_off, self.n_labels,
+                                    self.max_length)
+
+    def decode(self, phi):
+        return segment_decode_batch(np.ascontiguousarray(phi, dtype=np.float64),
+                                    self.part_off, self.tok_off, self.n_labels,
+                                    self.max_length)
+
+    def argmax(self, theta):
+        return segment_viterbi_batch(self._theta(theta), self.part_off, self.tok_off,
+                                     self.n_labels, self.max_length)
+
+    def scores(self, theta, y):
+        return segment_score_batch(self._theta(theta), self._y(y), self.part_off,
+                                   self.tok_off, self.n_labels, self.max_length)
+
+    def marginals_and_log_partition(self, theta):
+        return segment_marginals_batch(self._theta(theta), self.part_off, self.tok_off,
+                                       self.n_labels, self.max_length)
+
+    # --------------------------------------------------------------- cost
+    def cost_vector(self, phi):
+        """The segment cost of the gold segmentation ``phi`` as a part vector
+        (see the class docstring)."""
+        return segment_cost_batch(self.decode(phi), self.part_off, self.tok_off,
+                                  self.n_labels, self.max_length, self.precision,
+                                  self.recall, self.mismatch)
+
+    def cost(self, y_pred, y_true):
+        return self.dot(self.encode(y_pred), self.cost_vector(self.encode(y_true)))
+
+    def cost_bounds(self):
+        """Per sequence an upper bound of the cost (every token a wrong
+        segment that also misses a gold one), and the smallest positive
+        penalty."""
+        top = max(float(self.precision.max()) + float(self.recall.max()),
+                  float(self.mismatch.max()))
+        pos = np.concatenate([self.precision, self.recall, self.mismatch.ravel()])
+        pos = pos[pos > 0]
+        return self.lengths * max(top, 1e-12), float(pos.min()) if len(pos) else 1.0
+
+    # ------------------------------------------------------------ oracles
+    def second_best(self, theta, y):
+        raise IntractableError("top-2 inference on segmentations is not implemented yet; "
+                               "use loss='hinge' or the smooth losses.")
+
+    def poslearn_value_and_grad(self, theta, y):
+        raise IntractableError("PosLearn violators on segmentations are not implemented yet; "
+                               "use loss='hinge' or the smooth losses.")
+
+    def _project(self, theta, set, geometry):
+        return self._marginal_projection(theta)
+
+    # ---------------------------------------------------------- SparseMAP
+    def _oracles(self):
+        return segment_map, None
+
+    def _oracle_params(self):
+        return block_params(self.tok_off, np.array([float(self.n_labels),
+                                                    float(self.max_length)]))
