@@ -32,6 +32,31 @@ def _chain(n=40, fit_intercept=True, transitions=True, seed=0):
     return fmap, y, lambda off, warm: Chain(3, off, warm)
 
 
+def _segmenter(n=40, fit_intercept=True, seed=0):
+    from structlearn.feature_maps import SegmentFeatureMap, Tokens
+    from structlearn.structures import Segments
+
+    rng = np.random.RandomState(seed)
+    X, y = [], []
+    for _ in range(n):
+        L = rng.randint(1, 7)
+        X.append([{"w": rng.choice(list("abcdef")), "x": float(rng.randn())} for _ in range(L)])
+        codes, t = [], 0
+        while t < L:
+            ln = min(rng.randint(1, 4), L - t)
+            k = rng.randint(2)
+            codes += [2 * k + 1] + [2 * k] * (ln - 1)
+            t += ln
+        y.append(codes)
+    y = np.concatenate(y).astype(np.int64)
+    Xtok, tok_off = TokenVectorizer().fit_transform(X)
+    sup_ptr, sup_label = SequenceTagger()._make_support(Xtok.indptr, Xtok.indices,
+                                                        Xtok.shape[1], y // 2, 2)
+    fmap = SegmentFeatureMap(Tokens.from_csr(Xtok, sup_ptr), tok_off, 2, 3, sup_ptr,
+                             sup_label, fit_intercept)
+    return fmap, y, lambda off, warm: Segments(2, off, 3, warm_cache=warm)
+
+
 def _parser(n=30, seed=0):
     rng = np.random.RandomState(seed)
     X, y = [], []
@@ -47,7 +72,8 @@ def _parser(n=30, seed=0):
 
 
 MAPS = {"tokens": _chain, "tokens-no-intercept": lambda: _chain(fit_intercept=False),
-        "tokens-frozen": lambda: _chain(transitions=False), "arcs": _parser}
+        "tokens-frozen": lambda: _chain(transitions=False), "arcs": _parser,
+        "segments": _segmenter, "segments-no-intercept": lambda: _segmenter(fit_intercept=False)}
 
 
 @pytest.mark.parametrize("kind", MAPS)
@@ -114,3 +140,21 @@ def test_ragged_problem_meets_every_solver_protocol(kind):
     np.testing.assert_allclose(np.bincount(c, weights=v, minlength=problem.n_params), g1,
                                atol=1e-10)
     assert problem.sq_norms().shape == (problem.n_samples,)
+
+
+@pytest.mark.parametrize("kind", MAPS)
+@pytest.mark.parametrize("loss", ["crf", "sparsemap"])
+def test_ragged_problem_gradient_matches_finite_differences(kind, loss):
+    from structlearn.solvers import objective
+
+    fmap, y, make = MAPS[kind]()
+    problem = RaggedProblem(fmap, y, get_loss(loss), make)
+    rng = np.random.RandomState(3)
+    z = 0.5 * rng.randn(problem.n_params)
+    _, g = problem.value_and_grad(z)
+    alpha = 0.1
+    g_obj = g / problem.n_samples + alpha * z * problem.penalized
+    D = rng.randn(problem.n_params)
+    h = 1e-6
+    fd = (objective(problem, z + h * D, alpha) - objective(problem, z - h * D, alpha)) / (2 * h)
+    assert fd == pytest.approx(g_obj @ D, rel=1e-5)

@@ -30,12 +30,15 @@ losses, and the structures handle inference.  The protocol
   of a loss that declares ``gibbs_likelihood`` (the CRF) by a fused kernel.
 
 :class:`TokenFeatureMap` scores the tokens of linear chains (with label
-transitions), :class:`ArcFeatureMap` the arcs of dependency trees.
+transitions), :class:`ArcFeatureMap` the arcs of dependency trees and
+:class:`SegmentFeatureMap` the segments of semi-Markov models (from the
+same token features).
 """
 
 from ._arcs import ArcFeatureMap
 from ._base import FeatureMap, RaggedBatch
+from ._segments import SegmentFeatureMap
 from ._tokens import TokenFeatureMap, Tokens, checked_tokens
 
-__all__ = ["ArcFeatureMap", "FeatureMap", "RaggedBatch", "TokenFeatureMap", "Tokens",
-           "checked_tokens"]
+__all__ = ["ArcFeatureMap", "FeatureMap", "RaggedBatch", "SegmentFeatureMap",
+           "TokenFeatureMap", "Tokens", "checked_tokens"]

@@ -369,3 +369,82 @@ def segment_map(eta, params, out):
     _viterbi_into(eta, 0, L, K, M, y, 0)
     out[:] = 0.0
     _add_encoding(y, 0, L, K, M, out, 0, 1.0)
+
+
+# ----------------------------------------------------------- feature map
+@njit(cache=True, nogil=True)
+def segment_assemble_scores(U_in, U_first, U_last, W_len, trans, start, end, bias, tok_off,
+                            part_off, K, M):
+    """Flat segmentation scores from per-token label scores: the segment
+    ``(s, e, k)`` scores ``sum_{t=s..e} U_in[t, k] + U_first[s, k] +
+    U_last[e, k] + W_len[e - s, k] + bias[k]``; the transition, start and
+    end scores are copied into every block.  Entries that stand for no
+    segment are 0."""
+    n = tok_off.shape[0] - 1
+    theta = np.zeros(part_off[n])
+    for i in range(n):
+        o = tok_off[i]
+        L = tok_off[i + 1] - o
+        base = part_off[i]
+        for e in range(L):
+            for k in range(K):
+                acc = U_last[o + e, k] + bias[k]
+                for ln in range(min(M, e + 1)):
+                    s = e - ln
+                    acc += U_in[o + s, k]
+                    theta[base + (e * M + ln) * K + k] = acc + U_first[o + s, k] + W_len[ln, k]
+        tr = base + L * M * K
+        for a in range(K):
+            for b in range(K):
+                theta[tr + a * K + b] = trans[a, b]
+        for k in range(K):
+            theta[tr + K * K + k] = start[k]
+            theta[tr + K * K + K + k] = end[k]
+    return theta
+
+
+@njit(cache=True, nogil=True)
+def segment_reduce_grad(G, tok_off, part_off, K, M):
+    """The transpose of :func:`segment_assemble_scores`: per-token gradients
+    of ``U_in``, ``U_first``, ``U_last`` and the gradients of ``W_len``,
+    the transitions, start, end and bias."""
+    n = tok_off.shape[0] - 1
+    T = tok_off[n]
+    G_in = np.zeros((T, K))
+    G_first = np.zeros((T, K))
+    G_last = np.zeros((T, K))
+    g_len = np.zeros((M, K))
+    g_tr = np.zeros((K, K))
+    g_st = np.zeros(K)
+    g_en = np.zeros(K)
+    g_b = np.zeros(K)
+    for i in range(n):
+        o = tok_off[i]
+        L = tok_off[i + 1] - o
+        base = part_off[i]
+        diff = np.zeros((L + 1, K))   # segment sums as a difference array
+        for e in range(L):
+            for ln in range(min(M, e + 1)):
+                s = e - ln
+                for k in range(K):
+                    g = G[base + (e * M + ln) * K + k]
+                    if g != 0.0:
+                        diff[s, k] += g
+                        diff[e + 1, k] -= g
+                        G_first[o + s, k] += g
+                        G_last[o + e, k] += g
+                        g_len[ln, k] += g
+                        g_b[k] += g
+        for k in range(K):
+            run = 0.0
+            for t in range(L):
+                run += diff[t, k]
+                G_in[o + t, k] += run
+        tr = base + L * M * K
+        for a in range(K):
+            for b in range(K):
+                g_tr[a, b] += G[tr + a * K + b]
+        for k in range(K):
+            g_st[k] += G[tr + K * K + k]
+            g_en[k] += G[tr + K * K + K + k]
+    return G_in, G_first, G_last, g_len, g_tr, g_st, g_en, g_b
