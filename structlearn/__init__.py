@@ -1,7 +1,8 @@
 """structlearn: structured prediction with linear models, scikit-learn style.
 
 Estimators: :class:`LabelRanker`, :class:`OrdinalRegressor`,
-:class:`MultiLabelClassifier`, :class:`SequenceTagger`, :class:`DependencyParser`.
+:class:`MultiLabelClassifier`, :class:`SequenceTagger`, :class:`SegmentTagger`,
+:class:`DependencyParser`.
 Losses live in :mod:`structlearn.losses`,
 output structures in :mod:`structlearn.structures`.
 """
@@ -13,8 +14,9 @@ from .estimators import (  # noqa: E402
     LabelRanker,
     MultiLabelClassifier,
     OrdinalRegressor,
+    SegmentTagger,
     SequenceTagger,
 )
 
 __all__ = ["LabelRanker", "OrdinalRegressor", "MultiLabelClassifier", "SequenceTagger",
-           "DependencyParser", "__version__"]
+           "SegmentTagger", "DependencyParser", "__version__"]

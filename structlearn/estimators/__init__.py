@@ -4,7 +4,8 @@ from .multilabel import MultiLabelClassifier
 from .ordinal import OrdinalRegressor
 from .ranking import LabelRanker
 from .parsing import DependencyParser
+from .segments import SegmentTagger
 from .sequence import SequenceTagger
 
 __all__ = ["LabelRanker", "OrdinalRegressor", "MultiLabelClassifier", "SequenceTagger",
-           "DependencyParser"]
+           "SegmentTagger", "DependencyParser"]

@@ -12,12 +12,12 @@ CHUNK_SENTENCES = 256
 
 class ArcFeatureMap:
     """``theta = A(x) z`` of an arc-factored parser (see
-    :mod:`structlearn.feature_maps`): an arc's score is the sum of the
+    ``structlearn.feature_maps``): an arc's score is the sum of the
     weights of its known features (binary), every weight penalised.
 
     The feature ids of every candidate arc are computed once (the
     vectoriser's templates hashed from integer token attributes), in chunks
-    of :data:`CHUNK_SENTENCES` sentences: chunk ``c`` holds ``(indptr,
+    of ``CHUNK_SENTENCES`` sentences: chunk ``c`` holds ``(indptr,
     ids)`` for its arcs (tree layout, local offsets).  Memory: 4 bytes per
     (arc, known feature) pair.
 

@@ -26,7 +26,7 @@ class RaggedBatch:
 @runtime_checkable
 class FeatureMap(Protocol):
     """What a training problem needs from a joint feature map (see
-    :mod:`structlearn.feature_maps`)."""
+    ``structlearn.feature_maps``)."""
 
     n_samples: int
     n_params: int

@@ -14,7 +14,7 @@ from ._tokens import TokenRows, chunk_bounds, token_rows
 
 
 class SegmentFeatureMap:
-    """``theta = A(x) z`` of a semi-Markov model (see :mod:`structlearn.feature_maps`).
+    """``theta = A(x) z`` of a semi-Markov model (see ``structlearn.feature_maps``).
 
     The features of a segment ``(s, e)`` with label ``k`` are the sum of the
     feature vectors of the tokens inside it, the features of its first and
@@ -157,7 +157,7 @@ class SegmentFeatureMap:
 
     def block_entries(self, idx, D):
         """Per sequence of ``idx``, the entries of ``A_i^T D_i`` (by
-        :meth:`backprop_entries`, one sequence at a time)."""
+        ``backprop_entries``, one sequence at a time)."""
         cols, vals, ptr = [], [], [0]
         o = 0
         sizes = self.part_sizes()
@@ -172,7 +172,7 @@ class SegmentFeatureMap:
 
     def part_columns(self, rep, parts):
         """Per ``k``, the column of ``A_i`` of part ``parts[k]`` of sequence
-        ``rep[k]`` (by :meth:`backprop_entries` of a unit score vector)."""
+        ``rep[k]`` (by ``backprop_entries`` of a unit score vector)."""
         cols, vals, ptr = [], [], [0]
         sizes = self.part_sizes()
         for i, p in zip(np.asarray(rep, dtype=np.int64), np.asarray(parts, dtype=np.int64)):

@@ -117,7 +117,7 @@ def chunk_bounds(n, n_min=1):
 
 
 class TokenFeatureMap:
-    """``theta = A(x) z`` of a linear chain (see :mod:`structlearn.feature_maps`).
+    """``theta = A(x) z`` of a linear chain (see ``structlearn.feature_maps``).
 
     ``z = [w (support), transitions (K*K), start (K), end (K), bias (K)]``:
     a token's unary score of tag ``k`` is ``<w_k, x_t> + b_k`` over the
@@ -234,7 +234,7 @@ class TokenFeatureMap:
 
     def gibbs_value_and_grad(self, z, batches):
         """Value and gradient of the CRF loss over ``batches``, fused per
-        sequence (:func:`~structlearn.kernels.linear.chain_crf_value_grad`:
+        sequence (``kernels.linear.chain_crf_value_grad``:
         the same numbers as scores, loss and :meth:`backprop`, without
         batch-sized score and marginal arrays, and with each weight beside
         its gradient)."""

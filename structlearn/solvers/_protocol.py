@@ -5,7 +5,7 @@ their own, each named for the solver that uses it:
 
 * :class:`SparseProblem` -- sparse stochastic steps (:func:`sgd`, the
   averaged perceptron, the sparseptron of
-  :mod:`structlearn.feature_selection`): without it they read the dense
+  ``structlearn.feature_selection``): without it they read the dense
   gradient of a mini-batch;
 * :class:`DualProblem` -- the dual solver :func:`bcfw`, which also uses
   ``part_columns(rep, parts)`` where a problem has it (else

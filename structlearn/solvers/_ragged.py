@@ -8,16 +8,16 @@ from ._threads import n_workers, split_concat, thread_map
 
 
 class RaggedProblem:
-    """Training problem of variable-length examples (see :mod:`structlearn.solvers`).
+    """Training problem of variable-length examples (see ``structlearn.solvers``).
 
     Examples are ragged: example ``i`` has the positions (tokens, words)
     ``pos_off[i]:pos_off[i + 1]`` of the flat targets ``y``.  The feature
-    map (:mod:`structlearn.feature_maps`) turns parameters into part
+    map (``structlearn.feature_maps``) turns parameters into part
     scores and score gradients back into parameter gradients;
     ``make_structure(pos_off, warm_cache)`` binds the structure to a batch
     (its position offsets, from 0) with the problem's warm starts of the
-    active set (a :class:`SupportCache` or None); the loss is any of
-    :mod:`structlearn.losses`.
+    active set (a ``SupportCache`` or None); the loss is any of
+    ``structlearn.losses``.
     This class owns what is common to every ragged task:
 
     * **full passes** over contiguous chunks of the examples (bounded
@@ -32,7 +32,7 @@ class RaggedProblem:
       ``unary_sizes``; :func:`structlearn.solvers.bcfw`);
     * **warm starts of the active set**: with a loss that runs the
       SparseMAP active set on every example (``loss.uses_active_set``),
-      each chunk's structure keeps a :class:`SupportCache`, so that the
+      each chunk's structure keeps a ``SupportCache``, so that the
       solves of a full pass start from the supports of the previous one,
       and ``pieces`` keeps one per set of examples it is asked for
       (``piece_caches``).

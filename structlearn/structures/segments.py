@@ -36,9 +36,9 @@ class Segments(RaggedStructure):
     labels of consecutive segments and start / end scores (the layout and
     the codes -- ``2 k + 1`` where a token starts a segment of label ``k``,
     ``2 k`` where it continues one -- are documented in
-    :mod:`structlearn.kernels.segments`).  Inference: semi-Markov Viterbi
+    ``structlearn.kernels.segments``).  Inference: semi-Markov Viterbi
     (MAP), forward-backward (marginals, log-partition), SparseMAP by the
-    active set of :class:`~structlearn.structures.base.RaggedStructure`
+    active set of ``structures.base.RaggedStructure``
     (its warm start is not used: a segmentation is not one code per row of
     the segment block).
 

@@ -1,0 +1,324 @@
+"""Segmentation (semi-Markov) tagging: labelled spans from token features."""
+
+import time
+from collections.abc import Mapping
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import check_solution, describe
+from ..feature_extraction import TokenVectorizer
+from ..feature_maps import RaggedBatch, SegmentFeatureMap, checked_tokens
+from ..kernels.linear import narrow_ints, observed_support
+from ..losses import get_loss
+from ..solvers import RaggedProblem, n_workers, thread_map
+from ..structures.segments import Segments
+from ._base import StructuredLinearModel
+from .sequence import _drop_empty, _sorted_labels
+
+SCHEMES = ("auto", "bio", "iob1", "iobes", "spans")
+
+
+def _is_span_list(seq):
+    return len(seq) > 0 and all(isinstance(s, (tuple, list)) and len(s) == 3 for s in seq)
+
+
+def _tags_to_segments(tags, scheme, where):
+    """``[(start, end, label, is_chunk)]`` (end exclusive) covering every
+    token of a tag sequence; a tag without a chunk prefix (e.g. 'O') is a
+    one-token segment of its own label.  Continuations are lenient, as in
+    conlleval: an ``I-X`` that cannot continue an ``X`` chunk starts one."""
+    segs = []   # [start, end, label, is_chunk, open]
+    for t, tag in enumerate(tags):
+        if not isinstance(tag, str):
+            raise ValueError(f"{where}[{t}] = {tag!r}: segmentation tags must be strings "
+                             f"such as 'B-NP' (or give y as (start, end, label) spans).")
+        prefix, sep, label = tag.partition("-")
+        if not sep or not label or prefix not in ("B", "I", "E", "S"):
+            segs.append([t, t + 1, tag, False, False])
+            continue
+        prev = segs[-1] if segs else None
+        can_continue = prev is not None and prev[3] and prev[4] and prev[2] == label
+        if scheme == "iob1":
+            starts = prefix == "B" or not can_continue
+        else:
+            starts = prefix in ("B", "S") or not can_continue
+        if starts:
+            segs.append([t, t + 1, label, True, True])
+        else:
+            prev[1] = t + 1
+        if scheme == "iobes" and prefix in ("E", "S"):
+            segs[-1][4] = False   # closed: the next tag starts a new chunk
+    return [(s, e, lab, chunk) for s, e, lab, chunk, _ in segs]
+
+
+def _segments_to_tags(segs, scheme):
+    out = []
+    prev_label = None
+    for s, e, label, chunk in segs:
+        if not chunk:
+            out.append(label)
+            prev_label = None
+            continue
+        n = e - s
+        if scheme == "iob1":
+            first = "B" if prev_label == label else "I"
+            out += [f"{first}-{label}"] + [f"I-{label}"] * (n - 1)
+        elif scheme == "iobes":
+            out += [f"S-{label}"] if n == 1 else \
+                [f"B-{label}"] + [f"I-{label}"] * (n - 2) + [f"E-{label}"]
+        else:
+            out += [f"B-{label}"] + [f"I-{label}"] * (n - 1)
+        prev_label = label
+    return out
+
+
+class SegmentTagger(StructuredLinearModel):
+    """Labelled segmentation by a semi-Markov model, with any structured loss.
+
+    A segment's score sums the weights of the features of the tokens inside
+    it, of its first and last tokens and of its length, plus a label bias;
+    transitions score consecutive segments' labels (Sarawagi & Cohen 2004;
+    :class:`~structlearn.feature_maps.SegmentFeatureMap`).  The task cost is
+    Sarawagi & Gupta's segment cost (2008, Sec. 4.3.2) with unit precision
+    and recall penalties (:class:`~structlearn.structures.Segments`).
+
+    X is a list of sequences of token feature dicts (as for
+    :class:`SequenceTagger`).  y is a list of tag sequences in a chunk
+    scheme ('bio' = IOB2, 'iob1', 'iobes'; a tag without a prefix, such as
+    'O', is a one-token segment of its own) or a list of span lists
+    ``[(start, end, label), ...]`` (``end`` exclusive; tokens outside every
+    span are ``outside`` segments of one token).  ``predict`` answers in the
+    format ``fit`` saw; :meth:`predict_spans` always gives spans.
+
+    Parameters
+    ----------
+    loss : str or Loss, default='crf'
+        'perceptron', 'hinge', 'crf', 'sparsemap', 'm-sparsemap',
+        'projection', 'squared'.  ('hinge-slack', 'hinge-approx-slack' and
+        'poslearn' are not available yet: their violators on segmentations
+        are not implemented.)
+    alpha, fit_intercept, solver, max_iter, tol, random_state, n_jobs, verbose
+        As in :class:`SequenceTagger`.
+    max_length : int or None, default=None
+        The longest segment; None takes the longest chunk of the training
+        data (a longer training chunk is an error).
+    scheme : {'auto', 'bio', 'iob1', 'iobes', 'spans'}, default='auto'
+        How y is given: 'auto' takes spans when y's sequences hold
+        3-tuples, 'iobes' when a tag starts with 'E-' or 'S-', else 'bio'.
+    outside : str, default='O'
+        The label of the tokens outside every span (span input only).
+    min_freq, n_features
+        As in :class:`SequenceTagger`.
+
+    Attributes
+    ----------
+    classes_ : list
+        Segment labels, sorted (chunk types and the one-token labels).
+    max_length_ : int
+    scheme_ : str
+    vectorizer_ : TokenVectorizer
+    n_iter_, objective_, solver_, loss_, duality_gap_
+    """
+
+    _auto_dual = ()
+
+    def __init__(self, loss="crf", alpha=1e-4, fit_intercept=True, solver="auto",
+                 max_iter=None, tol=None, max_length=None, scheme="auto", outside="O",
+                 min_freq=1, n_features=None, random_state=None, n_jobs=None, verbose=0):
+        super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept, solver=solver,
+                         max_iter=max_iter, tol=tol, decoding="map",
+                         random_state=random_state, n_jobs=n_jobs, verbose=verbose,
+                         warm_start=False)
+        self.max_length = max_length
+        self.scheme = scheme
+        self.outside = outside
+        self.min_freq = min_freq
+        self.n_features = n_features
+
+    # ------------------------------------------------------------ targets
+    def _scheme_of(self, y):
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {SCHEMES}, got {self.scheme!r}.")
+        if self.scheme != "auto":
+            return self.scheme
+        for seq in y:
+            if _is_span_list(seq):
+                return "spans"
+        tags = {t for seq in y for t in seq if isinstance(t, str)}
+        return "iobes" if any(t[:2] in ("E-", "S-") for t in tags) else "bio"
+
+    def _segments(self, y, lengths, scheme):
+        """Per sequence, ``[(start, end, label, is_chunk)]`` covering it."""
+        out = []
+        for i, (seq, L) in enumerate(zip(y, lengths)):
+            if isinstance(seq, (str, bytes, Mapping)) or not hasattr(seq, "__len__"):
+                raise ValueError(f"y[{i}] must be a tag sequence or a span list, got "
+                                 f"{describe(seq)}.")
+            if scheme != "spans":
+                if len(seq) != L:
+                    raise ValueError(f"sequence {i} has {L} tokens in X but {len(seq)} tags "
+                                     f"in y.")
+                out.append(_tags_to_segments(list(seq), scheme, f"y[{i}]"))
+                continue
+            segs, t = [], 0
+            for j, span in enumerate(sorted(seq, key=lambda s: s[0])):
+                if not (isinstance(span, (tuple, list)) and len(span) == 3):
+                    raise ValueError(f"y[{i}][{j}] = {span!r} is not a (start, end, label) "
+                                     f"span.")
+                s, e, label = int(span[0]), int(span[1]), span[2]
+                if not (t <= s < e <= L):
+                    raise ValueError(f"y[{i}]: span {tuple(span)!r} overlaps another or "
+                                     f"lies outside the sequence's {L} tokens.")
+                if label == self.outside:
+                    raise ValueError(f"y[{i}]: span {tuple(span)!r} has the outside label "
+                                     f"{self.outside!r}.")
+                segs += [(u, u + 1, self.outside, False) for u in range(t, s)]
+                segs.append((s, e, label, True))
+                t = e
+            segs += [(u, u + 1, self.outside, False) for u in range(t, L)]
+            out.append(segs)
+        return out
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y):
+        """Fit the segmenter (see the class docstring for X and y)."""
+        t_start = time.perf_counter()
+        loss = get_loss(self.loss)
+        solver = self._check_params(loss)
+        if y is None:
+            raise ValueError("SegmentTagger requires y to be passed, but the target y is "
+                             "None.")
+        TokenVectorizer._input_type(X)
+        if len(y) != len(X):
+            raise ValueError(f"X has {len(X)} sequences but y has {len(y)}.")
+        scheme = self._scheme_of(y)
+        vec = TokenVectorizer(min_freq=self.min_freq, n_features=self.n_features)
+        enc = vec._fit(X, transform=True, raw=True)
+        lengths = np.diff(enc.tok_off)
+        segs = self._segments(y, lengths, scheme)
+        classes = _sorted_labels({s[2] for seq in segs for s in seq})
+        if not classes:
+            raise ValueError("all training sequences are empty: nothing to learn from.")
+        index = {c: k for k, c in enumerate(classes)}
+        longest = max(e - s for seq in segs for s, e, _, _ in seq)
+        M = longest if self.max_length is None else self.max_length
+        if not isinstance(M, (int, np.integer)) or isinstance(M, bool) or M < 1:
+            raise ValueError(f"max_length must be a positive integer or None, got {M!r}.")
+        codes = self._codes(segs, index, M)
+        K = len(classes)
+        loss.check(Segments(K, [0, 1], M))
+        keep, kept_off = _drop_empty(enc.tok_off)
+        labels = codes // 2
+        sup_ptr, sup_label = observed_support(enc.indptr, enc.indices, labels, enc.n_cols, K)
+        sup_label = narrow_ints(sup_label, K)
+        tokens = checked_tokens(enc, sup_ptr)
+        fmap = SegmentFeatureMap(tokens, kept_off, K, M, sup_ptr, sup_label,
+                                 self.fit_intercept)
+
+        def problem_with(lossobj):
+            return RaggedProblem(fmap, codes, lossobj,
+                                 lambda off, warm: Segments(K, off, M, warm_cache=warm),
+                                 self.n_jobs)
+
+        problem = problem_with(loss)
+        solver = self._dual_when_auto(solver, loss, problem.n_samples)
+        z0 = self._initial_point(problem, loss, Segments, None, problem_with, solver)
+        if self.verbose:
+            print(f"[SegmentTagger] {problem.n_samples} sequences, {len(codes)} tokens, "
+                  f"{K} labels, segments up to {M} tokens, {problem.n_params} parameters")
+        z, n_iter, obj = self._run_solver(solver, problem, z0, loss, (codes, kept_off))
+        check_solution(z, obj, "SegmentTagger")
+        self._z = np.array(z, dtype=np.float64)
+        self._sup_ptr, self._sup_label = sup_ptr, sup_label
+        self.classes_ = list(classes)
+        #: the labels that were chunks in training (the others are one-token
+        #: segments such as 'O': not spans)
+        self._chunk_labels = {s[2] for seq in segs for s in seq if s[3]}
+        self.max_length_ = int(M)
+        self.scheme_ = scheme
+        self.vectorizer_ = vec
+        self.n_features_in_ = enc.n_cols
+        self._record_fit(loss, solver, n_iter, obj, t_start)
+        return self
+
+    def _codes(self, segs, index, M):
+        codes = []
+        for i, seq in enumerate(segs):
+            for s, e, label, _ in seq:
+                if e - s > M:
+                    raise ValueError(f"y[{i}]: the segment {(s, e, label)!r} is longer than "
+                                     f"max_length={M}.")
+                k = index[label]
+                codes += [2 * k + 1] + [2 * k] * (e - s - 1)
+        return np.asarray(codes, dtype=np.int64)
+
+    # -------------------------------------------------------------- predict
+    def _decode(self, X):
+        """Per sequence the predicted ``[(start, end, label, is_chunk)]``."""
+        check_is_fitted(self, "_z")
+        enc = self.vectorizer_._transform(X, raw=True)
+        lengths = np.diff(enc.tok_off)
+        keep, kept_off = _drop_empty(enc.tok_off)
+        out = [[] for _ in lengths]
+        if len(keep) == 0:
+            return out
+        K, M = len(self.classes_), self.max_length_
+        fmap = SegmentFeatureMap(checked_tokens(enc, self._sup_ptr), kept_off, K, M,
+                                 self._sup_ptr, self._sup_label,
+                                 len(self._z) > 3 * int(self._sup_ptr[-1]) + M * K + K * K
+                                 + 2 * K)
+        n_threads = n_workers(self.n_jobs, len(keep))
+
+        def run(ab):
+            off = kept_off[ab[0]:ab[1] + 1] - kept_off[ab[0]]
+            st = Segments(K, off, M)
+            batch = RaggedBatch(fmap.contiguous(*ab), off, None, st)
+            return st.argmax(fmap.scores(self._z, batch))
+
+        codes = np.concatenate(thread_map(run, fmap.chunk_ranges(n_threads), n_threads))
+        for j, i in enumerate(keep):
+            c = codes[kept_off[j]:kept_off[j + 1]]
+            segs, t = [], 0
+            while t < len(c):
+                e = t
+                while e + 1 < len(c) and c[e + 1] % 2 == 0:
+                    e += 1
+                label = self.classes_[c[t] // 2]
+                segs.append((t, e + 1, label, label in self._chunk_labels))
+                t = e + 1
+            out[i] = segs
+        return out
+
+    def predict_spans(self, X):
+        """Predicted spans: per sequence a list of ``(start, end, label)``
+        (``end`` exclusive), without the one-token outside segments."""
+        return [[(s, e, lab) for s, e, lab, chunk in segs if chunk]
+                for segs in self._decode(X)]
+
+    def predict(self, X):
+        """Predicted tags in the fitted scheme, or spans if fitted on spans."""
+        if self.scheme_ == "spans":
+            return self.predict_spans(X)
+        return [_segments_to_tags(segs, self.scheme_) for segs in self._decode(X)]
+
+    def score(self, X, y):
+        """Span F1 of the predictions (exact span and label matches)."""
+        check_is_fitted(self, "_z")
+        lengths = [len(x) for x in X]
+        gold = self._segments(y, lengths, self.scheme_)
+        gold = {(i, s, e, lab) for i, seq in enumerate(gold) for s, e, lab, c in seq if c}
+        pred = {(i, s, e, lab) for i, seq in enumerate(self.predict_spans(X))
+                for s, e, lab in seq}
+        if not gold and not pred:
+            return 1.0
+        tp = len(gold & pred)
+        return 2.0 * tp / (len(gold) + len(pred))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.sparse = False
+        tags.target_tags.required = True
+        tags.non_deterministic = False
+        return tags

@@ -1,0 +1,125 @@
+"""SegmentTagger: the semi-Markov estimator, end to end."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, cross_validate
+
+from structlearn import SegmentTagger
+from structlearn.estimators.segments import _segments_to_tags, _tags_to_segments
+from structlearn.metrics import chunk_f1
+from structlearn.structures.base import IntractableError
+
+
+def segment_data(n=60, seed=0):
+    """Sequences of chunks: a chunk of type A is 'the' + nouns, of type B
+    'to' + verbs; 'x' tokens are outside.  Learnable from the first word
+    and the word kinds."""
+    rng = np.random.RandomState(seed)
+    X, y = [], []
+    for _ in range(n):
+        toks, tags = [], []
+        for _ in range(rng.randint(1, 5)):
+            kind = rng.randint(3)
+            if kind == 2:
+                toks.append({"w": "x"})
+                tags.append("O")
+                continue
+            head, body, lab = ("the", "noun", "A") if kind == 0 else ("to", "verb", "B")
+            m = rng.randint(0, 3)
+            toks += [{"w": head}] + [{"w": body} for _ in range(m)]
+            tags += [f"B-{lab}"] + [f"I-{lab}"] * m
+        X.append(toks)
+        y.append(tags)
+    return X, y
+
+
+def fit(est, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return est.fit(X, y)
+
+
+@pytest.mark.parametrize("loss", ["crf", "hinge", "perceptron", "sparsemap", "m-sparsemap",
+                                  "projection"])
+def test_segment_tagger_learns_chunks_with_every_available_loss(loss):
+    X, y = segment_data()
+    est = fit(SegmentTagger(loss=loss, alpha=1e-3, max_iter=60, random_state=0), X, y)
+    pred = est.predict(X)
+    # the averaged perceptron stops on its tol rule after 5 epochs here (the
+    # chain tagger's perceptron gets .915 on these data)
+    assert chunk_f1(y, pred) > (0.85 if loss == "perceptron" else 0.97), loss
+    assert est.score(X, y) == pytest.approx(chunk_f1(y, pred))
+    assert est.max_length_ == 3 and est.scheme_ == "bio"
+
+
+@pytest.mark.parametrize("loss", ["hinge-slack", "hinge-approx-slack", "poslearn"])
+def test_losses_without_segment_violators_raise_a_clear_error(loss):
+    X, y = segment_data(10)
+    with pytest.raises(IntractableError):
+        SegmentTagger(loss=loss, max_iter=2).fit(X, y)
+
+
+def test_spans_in_spans_out_and_predict_spans():
+    X, y = segment_data(40, seed=1)
+    spans = [[(s, e, lab) for s, e, lab, chunk in _tags_to_segments(t, "bio", "y") if chunk]
+             for t in y]
+    est = fit(SegmentTagger(alpha=1e-3), X, spans)
+    assert est.scheme_ == "spans"
+    pred = est.predict(X)
+    assert pred == est.predict_spans(X)
+    assert all(isinstance(s, tuple) and len(s) == 3 for seq in pred for s in seq)
+    assert est.score(X, spans) > 0.97
+    # the same model from tags predicts the same spans
+    tagged = fit(SegmentTagger(alpha=1e-3), X, y)
+    assert tagged.predict_spans(X) == pred
+
+
+@pytest.mark.parametrize("scheme", ["bio", "iob1", "iobes"])
+def test_tag_schemes_round_trip(scheme):
+    rng = np.random.RandomState(2)
+    for _ in range(50):
+        segs, t = [], 0
+        for _ in range(rng.randint(1, 6)):
+            if rng.rand() < 0.3:
+                segs.append((t, t + 1, "O", False))
+                t += 1
+                continue
+            n = rng.randint(1, 4)
+            segs.append((t, t + n, rng.choice(["NP", "VP"]), True))
+            t += n
+        tags = _segments_to_tags(segs, scheme)
+        assert len(tags) == t
+        assert _tags_to_segments(tags, scheme, "y") == segs
+
+
+def test_bad_targets_name_what_is_wrong():
+    X, y = segment_data(5)
+    with pytest.raises(ValueError, match="longer than max_length=1"):
+        SegmentTagger(max_length=1).fit(X, y)
+    spans = [[(0, 1, "A"), (0, 2, "B")]] + [[]] * 4
+    with pytest.raises(ValueError, match="overlaps"):
+        SegmentTagger(scheme="spans").fit(X, spans)
+    with pytest.raises(ValueError, match="3 tokens in X but 2 tags"):
+        SegmentTagger().fit([[{"w": "a"}] * 3], [["O", "O"]])
+    with pytest.raises(ValueError, match="scheme must be"):
+        SegmentTagger(scheme="bilou").fit(X, y)
+
+
+def test_segment_tagger_in_model_selection_and_pickle():
+    X, y = segment_data(45, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        gs = GridSearchCV(SegmentTagger(alpha=1e-3, max_iter=30),
+                          {"loss": ["crf", "hinge"]}, cv=3).fit(X, y)
+        res = cross_validate(SegmentTagger(alpha=1e-3, max_iter=30), X, y, cv=3)
+    assert gs.best_score_ > 0.9
+    assert np.all(res["test_score"] > 0.9)
+    est = gs.best_estimator_
+    again = pickle.loads(pickle.dumps(est))
+    assert again.predict(X) == est.predict(X)
+    assert clone(est).get_params() == est.get_params()
