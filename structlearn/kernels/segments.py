@@ -30,8 +30,9 @@ counts, start and end one-hots).  The segment parts lead every block, so
 Recursions (``O(L M K + L K^2)`` per sequence): ``V[e, k]``, the best (or,
 in log space, the total) score of the segmentations of tokens ``0..e``
 whose last segment ends at ``e`` with label ``k``, is ``max_l seg[e, l, k]
-+ P[e - l - 1, k]``, with ``P[s, k] = max_a V[s, a] + trans[a, k]`` (and
-``start[k]`` for a segment starting at token 0).  Ties: strict ``>`` in
++ P[e - l, k]``, with ``P[s, k] = max_a V[s - 1, a] + trans[a, k]`` the
+score of entering a segment of label ``k`` at token ``s`` (``start[k]``
+for ``s = 0``).  Ties: strict ``>`` in
 increasing index order, so the shortest last segment and then the lowest
 label win.  Scores are finite; the log-space recursions subtract their
 running maximum.
@@ -68,52 +69,49 @@ def _lse2(a, b):
 
 
 @njit(cache=True, nogil=True)
-def _incoming(theta, base, L, K, M, V, s, k, logspace):
-    """Score of entering a segment of label ``k`` that starts at token ``s``:
-    ``start[k]`` when ``s = 0``, else the max (log-sum) over the previous
-    label ``a`` of ``V[s - 1, a] + trans[a, k]``; also that argmax."""
-    tr = base + L * M * K
-    if s == 0:
-        return theta[tr + K * K + k], -1
-    best = NEG_INF
-    arg = 0
-    for a in range(K):
-        v = V[s - 1, a] + theta[tr + a * K + k]
-        if logspace:
-            best = _lse2(best, v)
-        elif v > best:
-            best = v
-            arg = a
-    return best, arg
-
-
-@njit(cache=True, nogil=True)
 def _forward(theta, base, L, K, M, logspace):
-    """``V`` (and, for max-sum, the back-pointers: length index and
-    previous label) of one sequence."""
+    """The forward recursion of one sequence: ``V`` (see the module
+    docstring), ``P[s, k]`` -- the score of entering a segment of label
+    ``k`` at token ``s``: ``start[k]`` for ``s = 0``, else the max (or
+    log-sum) over the previous label ``a`` of ``V[s - 1, a] + trans[a, k]``
+    -- and, for max-sum, the back-pointers (length index of the last
+    segment, previous label).  ``O(L K^2 + L M K)``."""
+    tr = base + L * M * K
     V = np.full((L, K), NEG_INF)
+    P = np.full((L, K), NEG_INF)
     bl = np.zeros((L, K), dtype=np.int64)
-    bk = np.zeros((L, K), dtype=np.int64)
+    bk = np.zeros((L, K), dtype=np.int64)   # previous label of a segment starting at s
     for e in range(L):
+        # segments starting at e: V[0..e-1] is complete
+        for k in range(K):
+            if e == 0:
+                P[0, k] = theta[tr + K * K + k]
+                continue
+            best = NEG_INF
+            for a in range(K):
+                v = V[e - 1, a] + theta[tr + a * K + k]
+                if logspace:
+                    best = _lse2(best, v)
+                elif v > best:
+                    best = v
+                    bk[e, k] = a
+            P[e, k] = best
         for k in range(K):
             best = NEG_INF
             for ln in range(min(M, e + 1)):
-                s = e - ln
-                inc, arg = _incoming(theta, base, L, K, M, V, s, k, logspace)
-                v = theta[base + (e * M + ln) * K + k] + inc
+                v = theta[base + (e * M + ln) * K + k] + P[e - ln, k]
                 if logspace:
                     best = _lse2(best, v)
                 elif v > best:
                     best = v
                     bl[e, k] = ln
-                    bk[e, k] = arg
             V[e, k] = best
-    return V, bl, bk
+    return V, P, bl, bk
 
 
 @njit(cache=True, nogil=True)
 def _viterbi_into(theta, base, L, K, M, y, yoff):
-    V, bl, bk = _forward(theta, base, L, K, M, False)
+    V, _, bl, bk = _forward(theta, base, L, K, M, False)
     en = base + L * M * K + K * K + K
     best = NEG_INF
     k = 0
@@ -129,7 +127,7 @@ def _viterbi_into(theta, base, L, K, M, y, yoff):
         y[yoff + s] = 2 * k + 1
         for t in range(s + 1, e + 1):
             y[yoff + t] = 2 * k
-        k_prev = bk[e, k]
+        k_prev = bk[s, k]
         e = s - 1
         k = k_prev
     return best
@@ -181,7 +179,7 @@ def _score(theta, base, L, K, M, y, yoff):
 def _marginals_into(theta, base, L, K, M, mu):
     """Log-partition of one sequence; its marginals (segments, transition
     counts, start, end) written into ``mu[base:...]``."""
-    A, _, _ = _forward(theta, base, L, K, M, True)
+    A, P, _, _ = _forward(theta, base, L, K, M, True)
     tr = base + L * M * K
     st = tr + K * K
     en = st + K
@@ -211,14 +209,8 @@ def _marginals_into(theta, base, L, K, M, mu):
         for ln in range(min(M, e + 1)):
             s = e - ln
             for k in range(K):
-                if s == 0:
-                    inc = theta[st + k]
-                else:
-                    inc = NEG_INF
-                    for a in range(K):
-                        inc = _lse2(inc, A[s - 1, a] + theta[tr + a * K + k])
                 p = base + (e * M + ln) * K + k
-                mu[p] = np.exp(inc + theta[p] + B[e, k] - logZ)
+                mu[p] = np.exp(P[s, k] + theta[p] + B[e, k] - logZ)
     for a in range(K):
         for b in range(K):
             v = 0.0
