@@ -9,6 +9,7 @@ Ties are broken deterministically (stable sorts, lowest index first).
 import numpy as np
 from numba import njit
 
+from ._math import logaddexp
 from .assignment import linear_assignment
 from ._lazy import njit_on_first_call
 from .sparsemap import ORACLE_SIGNATURE
@@ -81,17 +82,6 @@ def birkhoff_map(eta, params, out):
 
 
 # ------------------------------------------------------------- log-partitions
-@njit(cache=True)
-def _logaddexp(a, b):
-    if a == NEG_INF:
-        return b
-    if b == NEG_INF:
-        return a
-    if a > b:
-        return a + np.log1p(np.exp(b - a))
-    return b + np.log1p(np.exp(a - b))
-
-
 @njit(cache=True, nogil=True)
 def knapsack_log_partition_batch(Theta, lower, upper):
     """Log-partition and marginals over subsets with ``lower <= |S| <= upper``.
@@ -115,7 +105,7 @@ def knapsack_log_partition_batch(Theta, lower, upper):
             for c in range(k + 1):
                 v = F[i, c]
                 if c > 0:
-                    v = _logaddexp(v, F[i, c - 1] + th[i])
+                    v = logaddexp(v, F[i, c - 1] + th[i])
                 F[i + 1, c] = v
         B[:, :] = NEG_INF
         B[k, 0] = 0.0
@@ -123,11 +113,11 @@ def knapsack_log_partition_batch(Theta, lower, upper):
             for c in range(k + 1):
                 v = B[i + 1, c]
                 if c > 0:
-                    v = _logaddexp(v, B[i + 1, c - 1] + th[i])
+                    v = logaddexp(v, B[i + 1, c - 1] + th[i])
                 B[i, c] = v
         lz = NEG_INF
         for c in range(lower, upper + 1):
-            lz = _logaddexp(lz, F[k, c])
+            lz = logaddexp(lz, F[k, c])
         logZ[r] = lz
         for i in range(k):
             acc = NEG_INF
@@ -138,7 +128,7 @@ def knapsack_log_partition_batch(Theta, lower, upper):
                     tot = c1 + 1 + c2
                     if tot < lower or tot > upper:
                         continue
-                    acc = _logaddexp(acc, F[i, c1] + th[i] + B[i + 1, c2])
+                    acc = logaddexp(acc, F[i, c1] + th[i] + B[i + 1, c2])
             Mu[r, i] = np.exp(acc - lz)
     return logZ, Mu
 

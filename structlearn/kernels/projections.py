@@ -38,6 +38,7 @@ References
 import numpy as np
 from numba import njit
 
+from ._math import logaddexp
 from .assignment import _assignment_with_duals
 
 __all__ = [
@@ -367,18 +368,6 @@ def project_knapsack_batch(Theta, lower, upper):
 
 
 @njit(cache=True)
-def _logaddexp(a, b):
-    """Overflow-free ``log(exp(a) + exp(b))``."""
-    if a == -np.inf:
-        return b
-    if b == -np.inf:
-        return a
-    if a > b:
-        return a + np.log1p(np.exp(b - a))
-    return b + np.log1p(np.exp(a - b))
-
-
-@njit(cache=True)
 def _kl_capped_simplex(theta, m):
     """KL projection of ``exp(theta - 1)`` onto ``{u in [0,1]^k, sum u = m}``.
 
@@ -410,7 +399,7 @@ def _kl_capped_simplex(theta, m):
     lse = np.empty(k + 1)
     lse[k] = -np.inf
     for c in range(k - 1, -1, -1):
-        lse[c] = _logaddexp(theta[order[c]] - 1.0, lse[c + 1])
+        lse[c] = logaddexp(theta[order[c]] - 1.0, lse[c + 1])
     # With the c largest coordinates capped at 1, sum(u) = m gives
     # tau_c = lse[c] - log(m - c).  Since min(1, x) <= 1 and min(1, x) <= x,
     # the true sum g(tau) is below c + exp(-tau) * sum_{i >= c} exp(theta_i

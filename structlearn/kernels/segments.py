@@ -41,6 +41,7 @@ running maximum.
 import numpy as np
 from numba import njit
 
+from ._math import logaddexp
 from ._lazy import njit_on_first_call
 from .sparsemap import ORACLE_SIGNATURE
 
@@ -55,17 +56,6 @@ def segment_part_offsets(tok_off, K, M):
     for i in range(n):
         off[i + 1] = off[i] + (tok_off[i + 1] - tok_off[i]) * M * K + K * K + 2 * K
     return off
-
-
-@njit(cache=True, nogil=True)
-def _lse2(a, b):
-    if a == NEG_INF:
-        return b
-    if b == NEG_INF:
-        return a
-    if a > b:
-        return a + np.log1p(np.exp(b - a))
-    return b + np.log1p(np.exp(a - b))
 
 
 @njit(cache=True, nogil=True)
@@ -91,7 +81,7 @@ def _forward(theta, base, L, K, M, logspace):
             for a in range(K):
                 v = V[e - 1, a] + theta[tr + a * K + k]
                 if logspace:
-                    best = _lse2(best, v)
+                    best = logaddexp(best, v)
                 elif v > best:
                     best = v
                     bk[e, k] = a
@@ -101,7 +91,7 @@ def _forward(theta, base, L, K, M, logspace):
             for ln in range(min(M, e + 1)):
                 v = theta[base + (e * M + ln) * K + k] + P[e - ln, k]
                 if logspace:
-                    best = _lse2(best, v)
+                    best = logaddexp(best, v)
                 elif v > best:
                     best = v
                     bl[e, k] = ln
@@ -185,7 +175,7 @@ def _marginals_into(theta, base, L, K, M, mu):
     en = st + K
     logZ = NEG_INF
     for k in range(K):
-        logZ = _lse2(logZ, A[L - 1, k] + theta[en + k])
+        logZ = logaddexp(logZ, A[L - 1, k] + theta[en + k])
     # B[e, k]: completions after a segment of label k ending at e;
     # C[s, k]: a segment of label k starting at s, and its completions
     B = np.full((L, K), NEG_INF)
@@ -197,13 +187,13 @@ def _marginals_into(theta, base, L, K, M, mu):
             else:
                 v = NEG_INF
                 for b in range(K):
-                    v = _lse2(v, theta[tr + k * K + b] + C[s + 1, b])
+                    v = logaddexp(v, theta[tr + k * K + b] + C[s + 1, b])
                 B[s, k] = v
         for k in range(K):
             v = NEG_INF
             for ln in range(min(M, L - s)):
                 e = s + ln
-                v = _lse2(v, theta[base + (e * M + ln) * K + k] + B[e, k])
+                v = logaddexp(v, theta[base + (e * M + ln) * K + k] + B[e, k])
             C[s, k] = v
     for e in range(L):
         for ln in range(min(M, e + 1)):

@@ -8,6 +8,8 @@ The layout and the algorithms' choices are described in
 import numpy as np
 from numba import njit
 
+from ._math import logaddexp
+
 #: Linear-space matrix-tree elimination is used when every modifier row of
 #: ``S`` spans at most this much (so ``exp(S - rowmax) >= 2.6e-261`` never
 #: underflows); otherwise the log-space elimination.
@@ -105,14 +107,6 @@ def _mtt_forward_linear(S, single_root):
 
 
 @njit(cache=True, nogil=True)
-def _lae(a, b):
-    """``log(exp(a) + exp(b))`` for finite ``a``, ``b``."""
-    if a > b:
-        return a + np.log1p(np.exp(b - a))
-    return b + np.log1p(np.exp(a - b))
-
-
-@njit(cache=True, nogil=True)
 def _mtt_forward_log(S, single_root):
     """Elimination on the log-weights ``S``; returns ``(logZ, buf, off,
     log_pivots)``.  Stable for any finite scores."""
@@ -143,7 +137,7 @@ def _mtt_forward_log(S, single_root):
             lf = W[h, k] - ld
             for m in range(1, k):
                 if m != h:
-                    W[h, m] = _lae(W[h, m], lf + W[k, m])
+                    W[h, m] = logaddexp(W[h, m], lf + W[k, m])
     return logZ, buf, off, LD
 
 
