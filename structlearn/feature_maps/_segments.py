@@ -6,14 +6,13 @@ from ..kernels.linear import (
     support_grad,
     support_grad_entries,
     support_param_ids,
-    support_scores,
 )
 from ..kernels.segments import segment_assemble_scores, segment_reduce_grad
 from ._base import RaggedBatch
-from ._tokens import TokenRows, chunk_bounds, token_rows
+from ._tokens import TokenBatches
 
 
-class SegmentFeatureMap:
+class SegmentFeatureMap(TokenBatches):
     """``theta = A(x) z`` of a semi-Markov model (see ``structlearn.feature_maps``).
 
     The features of a segment ``(s, e)`` with label ``k`` are the sum of the
@@ -57,28 +56,11 @@ class SegmentFeatureMap:
         bias = z[o + 2 * K:] if self.fit_intercept else np.zeros(K)
         return z[:S], z[S:2 * S], z[2 * S:3 * S], W_len, trans, start, end, bias
 
-    # ------------------------------------------------------------- batches
-    def chunk_ranges(self, n_min=1):
-        return chunk_bounds(self.n_samples, n_min)
-
-    def contiguous(self, a, b):
-        t0, t1 = self.pos_off[a], self.pos_off[b]
-        return TokenRows(self.tokens.indptr[t0:t1 + 1], self.tokens)
-
-    def select(self, idx):
-        sub = self.tokens.select(token_rows(self.pos_off, np.asarray(idx, dtype=np.int64)))
-        return TokenRows(sub.indptr, sub)
-
     # ----------------------------------------------------- scores, gradients
-    def _token_scores(self, w, rows):
-        tk = rows.tokens
-        return support_scores(rows.indptr, tk.nz_start, tk.nz_len, tk.data, self.sup_label,
-                              np.ascontiguousarray(w), self.K)
-
     def scores(self, z, batch, scale=1.0):
         w_in, w_first, w_last, W_len, trans, start, end, bias = self.unpack(z)
         rows = batch.data
-        U = [self._token_scores(w, rows) for w in (w_in, w_first, w_last)]
+        U = [self.unary_scores(w, rows) for w in (w_in, w_first, w_last)]
         if scale != 1.0:
             U = [scale * u for u in U]
             W_len, trans, start, end = scale * W_len, scale * trans, scale * start, \

@@ -116,7 +116,34 @@ def chunk_bounds(n, n_min=1):
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
-class TokenFeatureMap:
+class TokenBatches:
+    """What the feature maps over token features share: batches of whole
+    sequences (``contiguous`` views, ``select`` copies, chunk ranges) and
+    per-token label scores over the (feature, label) support.  A subclass
+    sets ``tokens``, ``pos_off``, ``n_samples``, ``sup_label`` and ``K``."""
+
+    def chunk_ranges(self, n_min=1):
+        return chunk_bounds(self.n_samples, n_min)
+
+    def contiguous(self, a, b):
+        """Sequences ``a..b-1`` without copying the token data."""
+        t0, t1 = self.pos_off[a], self.pos_off[b]
+        return TokenRows(self.tokens.indptr[t0:t1 + 1], self.tokens)
+
+    def select(self, idx):
+        """Any subset of sequences (copies their token rows)."""
+        sub = self.tokens.select(token_rows(self.pos_off, np.asarray(idx, dtype=np.int64)))
+        return TokenRows(sub.indptr, sub)
+
+    def unary_scores(self, w, rows):
+        """Token scores ``<w_k, x_t>`` of the rows (no bias), ``w`` the
+        support weights."""
+        tk = rows.tokens
+        return support_scores(rows.indptr, tk.nz_start, tk.nz_len, tk.data, self.sup_label,
+                              np.ascontiguousarray(w), self.K)
+
+
+class TokenFeatureMap(TokenBatches):
     """``theta = A(x) z`` of a linear chain (see ``structlearn.feature_maps``).
 
     ``z = [w (support), transitions (K*K), start (K), end (K), bias (K)]``:
@@ -167,27 +194,7 @@ class TokenFeatureMap:
         bias = z[S + K * K + 2 * K:] if self.fit_intercept else np.zeros(K)
         return w, trans, start, end, bias
 
-    # ------------------------------------------------------------- batches
-    def chunk_ranges(self, n_min=1):
-        return chunk_bounds(self.n_samples, n_min)
-
-    def contiguous(self, a, b):
-        """Sequences ``a..b-1`` without copying the token data."""
-        t0, t1 = self.pos_off[a], self.pos_off[b]
-        return TokenRows(self.tokens.indptr[t0:t1 + 1], self.tokens)
-
-    def select(self, idx):
-        """Any subset of sequences (copies their token rows)."""
-        sub = self.tokens.select(token_rows(self.pos_off, np.asarray(idx, dtype=np.int64)))
-        return TokenRows(sub.indptr, sub)
-
     # ----------------------------------------------------- scores, gradients
-    def unary_scores(self, w, rows):
-        """Token scores ``<w_k, x_t>`` of the rows (no bias)."""
-        tk = rows.tokens
-        return support_scores(rows.indptr, tk.nz_start, tk.nz_len, tk.data, self.sup_label,
-                              w, self.K)
-
     def scores(self, z, batch, scale=1.0):
         """Flat chain scores of a batch; ``scale`` multiplies the penalised
         weights (everything but the bias)."""
