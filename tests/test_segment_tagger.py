@@ -66,8 +66,8 @@ def test_losses_without_segment_violators_raise_a_clear_error(loss):
 
 def test_spans_in_spans_out_and_predict_spans():
     X, y = segment_data(40, seed=1)
-    spans = [[(s, e, lab) for s, e, lab, chunk in _tags_to_segments(t, "bio", "y") if chunk]
-             for t in y]
+    spans = [[(s, e, lab) for s, e, lab, chunk in _tags_to_segments(t, i) if chunk]
+             for i, t in enumerate(y)]
     est = fit(SegmentTagger(alpha=1e-3), X, spans)
     assert est.scheme_ == "spans"
     pred = est.predict(X)
@@ -94,7 +94,7 @@ def test_tag_schemes_round_trip(scheme):
             t += n
         tags = _segments_to_tags(segs, scheme)
         assert len(tags) == t
-        assert _tags_to_segments(tags, scheme, "y") == segs
+        assert _tags_to_segments(tags, 0) == segs
 
 
 def test_bad_targets_name_what_is_wrong():
@@ -108,6 +108,8 @@ def test_bad_targets_name_what_is_wrong():
         SegmentTagger().fit([[{"w": "a"}] * 3], [["O", "O"]])
     with pytest.raises(ValueError, match="scheme must be"):
         SegmentTagger(scheme="bilou").fit(X, y)
+    with pytest.raises(ValueError, match=r"y\[0\]\[1\] = 'X-NP' is not a valid"):
+        SegmentTagger().fit([[{"w": "a"}] * 2], [["B-NP", "X-NP"]])
 
 
 def test_segment_tagger_in_model_selection_and_pickle():

@@ -11,10 +11,11 @@ from ..feature_extraction import TokenVectorizer
 from ..feature_maps import RaggedBatch, SegmentFeatureMap, checked_tokens
 from ..kernels.linear import narrow_ints, observed_support
 from ..losses import get_loss
+from ..metrics import _CHUNK_PREFIXES, _extract_chunks
 from ..solvers import RaggedProblem, n_workers, thread_map
 from ..structures.segments import Segments
 from ._base import StructuredLinearModel
-from .sequence import _drop_empty, _sorted_labels
+from .sequence import TokenSequenceTags, _drop_empty, _sorted_labels
 
 SCHEMES = ("auto", "bio", "iob1", "iobes", "spans")
 
@@ -23,33 +24,18 @@ def _is_span_list(seq):
     return len(seq) > 0 and all(isinstance(s, (tuple, list)) and len(s) == 3 for s in seq)
 
 
-def _tags_to_segments(tags, scheme, where):
+def _tags_to_segments(tags, i):
     """``[(start, end, label, is_chunk)]`` (end exclusive) covering every
-    token of a tag sequence; a tag without a chunk prefix (e.g. 'O') is a
-    one-token segment of its own label.  Continuations are lenient, as in
-    conlleval: an ``I-X`` that cannot continue an ``X`` chunk starts one."""
-    segs = []   # [start, end, label, is_chunk, open]
-    for t, tag in enumerate(tags):
-        if not isinstance(tag, str):
-            raise ValueError(f"{where}[{t}] = {tag!r}: segmentation tags must be strings "
-                             f"such as 'B-NP' (or give y as (start, end, label) spans).")
-        prefix, sep, label = tag.partition("-")
-        if not sep or not label or prefix not in ("B", "I", "E", "S"):
-            segs.append([t, t + 1, tag, False, False])
-            continue
-        prev = segs[-1] if segs else None
-        can_continue = prev is not None and prev[3] and prev[4] and prev[2] == label
-        if scheme == "iob1":
-            starts = prefix == "B" or not can_continue
-        else:
-            starts = prefix in ("B", "S") or not can_continue
-        if starts:
-            segs.append([t, t + 1, label, True, True])
-        else:
-            prev[1] = t + 1
-        if scheme == "iobes" and prefix in ("E", "S"):
-            segs[-1][4] = False   # closed: the next tag starts a new chunk
-    return [(s, e, lab, chunk) for s, e, lab, chunk, _ in segs]
+    token of tag sequence ``y[i]``: its chunks, decoded by the conlleval
+    rules that :func:`structlearn.metrics.chunk_f1` scores with (IOB1,
+    IOB2 and IOBES alike), and an 'O' segment of one token for every token
+    outside them."""
+    segs, t = [], 0
+    for s, e, label in _extract_chunks(tags, "y", i, _CHUNK_PREFIXES["auto"], "auto"):
+        segs += [(u, u + 1, "O", False) for u in range(t, s)]
+        segs.append((s, e + 1, label, True))
+        t = e + 1
+    return segs + [(u, u + 1, "O", False) for u in range(t, len(tags))]
 
 
 def _segments_to_tags(segs, scheme):
@@ -73,7 +59,7 @@ def _segments_to_tags(segs, scheme):
     return out
 
 
-class SegmentTagger(StructuredLinearModel):
+class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
     """Labelled segmentation by a semi-Markov model, with any structured loss.
 
     A segment's score sums the weights of the features of the tokens inside
@@ -85,8 +71,9 @@ class SegmentTagger(StructuredLinearModel):
 
     X is a list of sequences of token feature dicts (as for
     :class:`SequenceTagger`).  y is a list of tag sequences in a chunk
-    scheme ('bio' = IOB2, 'iob1', 'iobes'; a tag without a prefix, such as
-    'O', is a one-token segment of its own) or a list of span lists
+    scheme ('bio' = IOB2, 'iob1', 'iobes'; chunks are read by the conlleval
+    rules of :func:`structlearn.metrics.chunk_f1`, and every 'O' token is a
+    one-token segment labelled 'O') or a list of span lists
     ``[(start, end, label), ...]`` (``end`` exclusive; tokens outside every
     span are ``outside`` segments of one token).  ``predict`` answers in the
     format ``fit`` saw; :meth:`predict_spans` always gives spans.
@@ -104,8 +91,9 @@ class SegmentTagger(StructuredLinearModel):
         The longest segment; None takes the longest chunk of the training
         data (a longer training chunk is an error).
     scheme : {'auto', 'bio', 'iob1', 'iobes', 'spans'}, default='auto'
-        How y is given: 'auto' takes spans when y's sequences hold
-        3-tuples, 'iobes' when a tag starts with 'E-' or 'S-', else 'bio'.
+        How y is given, and so how ``predict`` answers: 'auto' takes spans
+        when y's sequences hold 3-tuples, 'iobes' when a tag starts with
+        'E-' or 'S-', else 'bio'.  (Reading tags does not depend on it.)
     outside : str, default='O'
         The label of the tokens outside every span (span input only).
     min_freq, n_features
@@ -159,7 +147,7 @@ class SegmentTagger(StructuredLinearModel):
                 if len(seq) != L:
                     raise ValueError(f"sequence {i} has {L} tokens in X but {len(seq)} tags "
                                      f"in y.")
-                out.append(_tags_to_segments(list(seq), scheme, f"y[{i}]"))
+                out.append(_tags_to_segments(list(seq), i))
                 continue
             segs, t = [], 0
             for j, span in enumerate(sorted(seq, key=lambda s: s[0])):
@@ -314,11 +302,3 @@ class SegmentTagger(StructuredLinearModel):
             return 1.0
         tp = len(gold & pred)
         return 2.0 * tp / (len(gold) + len(pred))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.sparse = False
-        tags.target_tags.required = True
-        tags.non_deterministic = False
-        return tags

@@ -73,7 +73,20 @@ def chain_problem(tokens, tok_off, y, n_tags, sup_ptr, sup_label, loss, fit_inte
     return RaggedProblem(fmap, y, loss, lambda off, warm: Chain(K, off, warm), n_jobs)
 
 
-class SequenceTagger(StructuredLinearModel):
+class TokenSequenceTags:
+    """scikit-learn tags of the estimators that take lists of token
+    sequences (not 2-D arrays) and require y."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.sparse = False
+        tags.target_tags.required = True
+        tags.non_deterministic = False
+        return tags
+
+
+class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
     """Sequence tagger: a linear-chain model trained with any structured loss.
 
     Token (unary) scores ``U[t, k] = <w_k, x_t> + b_k``, transition scores
@@ -459,11 +472,3 @@ class SequenceTagger(StructuredLinearModel):
                     raise ValueError(f"y[{i}][{t}] = {lab!r} was not seen in training "
                                      f"(classes_ = {self.classes_!r}).")
         return token_accuracy(y, self.predict(X), sample_weight=sample_weight)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.sparse = False
-        tags.target_tags.required = True
-        tags.non_deterministic = False
-        return tags

@@ -454,6 +454,20 @@ class RaggedStructure(Structure):
         return sparsemap_conditional_gradient(theta, nu, oracle, params, VARIANTS[method],
                                               int(max_iter), float(tol))
 
+    #: how score-vector errors name the structure and its parts
+    scores_name, parts_name = "structure", "parts"
+
+    def _theta(self, theta):
+        """``theta`` as the batch's flat float64 part vector (a batch of one
+        block may come as one row)."""
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        if theta.ndim == 2 and theta.shape[0] == 1:
+            theta = theta[0]
+        if theta.shape != (self.n_parts,):
+            raise ValueError(f"{self.scores_name} scores must be a flat array of "
+                             f"{self.n_parts} {self.parts_name}, got shape {theta.shape}.")
+        return theta
+
     def n_samples(self, theta):
         return self.n
 

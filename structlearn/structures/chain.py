@@ -61,6 +61,7 @@ class Chain(RaggedStructure):
     """
 
     name = "chain"
+    scores_name = "chain"
     example = "sequence"
     has_exact_slack = True
     projection_sets = {"chain": ("euclidean",), "cube": ("euclidean", "kl")}
@@ -108,15 +109,6 @@ class Chain(RaggedStructure):
         """Unary blocks of a flat part array as (N_tok, K)."""
         return chain_unary_view(np.ascontiguousarray(a, dtype=np.float64),
                                 self.tok_off, self.part_off, self.n_tags)
-
-    def _theta(self, theta):
-        theta = np.ascontiguousarray(theta, dtype=np.float64)
-        if theta.ndim == 2 and theta.shape[0] == 1:  # a batch of one block
-            theta = theta[0]
-        if theta.shape != (self.n_parts,):
-            raise ValueError(f"chain scores must be a flat array of {self.n_parts} "
-                             f"parts, got shape {theta.shape}.")
-        return theta
 
     def _y(self, y):
         return np.ascontiguousarray(y, dtype=np.int64)

@@ -66,6 +66,7 @@ class Segments(RaggedStructure):
     """
 
     name = "segments"
+    scores_name = "segmentation"
     example = "sequence"
     has_exact_slack = False
     projection_sets = {"segments": ("euclidean",)}
@@ -90,6 +91,7 @@ class Segments(RaggedStructure):
         self.part_off = segment_part_offsets(self.tok_off, K, self.max_length)
         self.n_parts = int(self.part_off[-1])
         self.block_sizes = np.diff(self.part_off)
+        self._mask = None
         self.precision = _penalties(precision, K, "precision")
         self.recall = _penalties(recall, K, "recall")
         if mismatch is None:
@@ -117,19 +119,11 @@ class Segments(RaggedStructure):
         return self.sum_parts(np.where(self._unary_mask(), mu * mu, 0.0))
 
     def _unary_mask(self):
-        mask = np.zeros(self.n_parts, dtype=bool)
-        for i in range(self.n):
-            mask[self.part_off[i]:self.part_off[i] + self.n_unary[i]] = True
-        return mask
-
-    def _theta(self, theta):
-        theta = np.ascontiguousarray(theta, dtype=np.float64)
-        if theta.ndim == 2 and theta.shape[0] == 1:
-            theta = theta[0]
-        if theta.shape != (self.n_parts,):
-            raise ValueError(f"segmentation scores must be a flat array of {self.n_parts} "
-                             f"parts, got shape {theta.shape}.")
-        return theta
+        """The segment parts of every block (computed once)."""
+        if self._mask is None:
+            local = np.arange(self.n_parts) - np.repeat(self.part_off[:-1], self.block_sizes)
+            self._mask = local < np.repeat(self.n_unary, self.block_sizes)
+        return self._mask
 
     def _y(self, y):
         y = np.ascontiguousarray(y, dtype=np.int64)

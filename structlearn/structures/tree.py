@@ -108,6 +108,7 @@ class Tree(RaggedStructure):
     """
 
     name = "tree"
+    scores_name, parts_name = "dependency-tree", "arc parts"
     example = "sentence"
     has_exact_slack = False
     projection_sets = {"tree": ("euclidean",), "simplex": ("euclidean", "kl")}
@@ -178,15 +179,6 @@ class Tree(RaggedStructure):
     def unary_sq(self, mu):
         mu = np.asarray(mu, dtype=np.float64)
         return self.sum_parts(mu * mu)
-
-    def _theta(self, theta):
-        theta = np.ascontiguousarray(theta, dtype=np.float64)
-        if theta.ndim == 2 and theta.shape[0] == 1:  # a batch of one block
-            theta = theta[0]
-        if theta.shape != (self.n_parts,):
-            raise ValueError(f"dependency-tree scores must be a flat array of "
-                             f"{self.n_parts} arc parts, got shape {theta.shape}.")
-        return theta
 
     def _y(self, y):
         y = np.ascontiguousarray(y, dtype=np.int64)
