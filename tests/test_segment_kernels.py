@@ -218,3 +218,123 @@ def test_segments_reject_invalid_codes_and_parameters():
         Segments(2, [0, 3], 2, mismatch=np.ones((2, 2)))
     with pytest.raises(ValueError, match="precision"):
         Segments(2, [0, 3], 2, precision=[-1, 1])
+
+
+# ------------------------------------------------- loss-augmented oracles
+ORACLE_CASES = [(1, 1, 1), (1, 2, 1), (3, 2, 2), (4, 2, 3), (5, 3, 2), (4, 1, 4)]
+
+
+def _penalties(rng, K, integer):
+    if integer:
+        prec, rec = rng.randint(0, 3, K).astype(float), rng.randint(0, 3, K).astype(float)
+        mis = rng.randint(0, 3, (K, K)).astype(float)
+    else:
+        prec, rec, mis = rng.rand(K) + 0.1, rng.rand(K), rng.rand(K, K) * 2
+    np.fill_diagonal(mis, 0.0)
+    return dict(precision=prec, recall=rec, mismatch=mis)
+
+
+@pytest.mark.parametrize("L, K, M", ORACLE_CASES)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_segment_second_best_is_the_best_other_segmentation(L, K, M, seed):
+    st, theta = _segments([L], K, M, seed=seed)
+    ys = segmentations(L, K, M)
+    scores = np.array([st.encode(y) @ theta for y in ys])
+    for gold in [ys[int(np.argmax(scores))], ys[seed % len(ys)]]:
+        y2 = st.second_best(theta, gold)
+        others = [s for y, s in zip(ys, scores) if not np.array_equal(y, gold)]
+        if not others:                       # a single segmentation
+            np.testing.assert_array_equal(y2, gold)
+            continue
+        assert not np.array_equal(y2, gold)
+        assert st.encode(y2) @ theta == pytest.approx(max(others), abs=1e-10)
+
+
+@pytest.mark.parametrize("L, K, M", ORACLE_CASES)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_segment_slack_violator_maximises_the_slack_scaled_margin(L, K, M, seed):
+    rng = np.random.RandomState(seed)
+    pen = _penalties(rng, K, integer=True) if seed else {}
+    st, theta = _segments([L], K, M, seed=seed, **pen)
+    ys = segmentations(L, K, M)
+    gold = ys[rng.randint(len(ys))]
+    # a scale at which some violations are positive and some are not
+    theta = theta * 0.3
+    s_y = st.encode(gold) @ theta
+    vals = [st.cost(y, gold)[0] * (1 - s_y + st.encode(y) @ theta) for y in ys]
+    phi_hat = st.slack_violator(theta, gold)
+    y_hat = st.decode(phi_hat)
+    got = st.cost(y_hat, gold)[0] * (1 - s_y + phi_hat @ theta)
+    assert got == pytest.approx(max(max(vals), 0.0), abs=1e-10)
+    if max(vals) <= 0:
+        np.testing.assert_array_equal(y_hat, gold)
+
+
+def test_segment_slack_violator_needs_integer_penalties():
+    from structlearn.structures import IntractableError
+
+    st, theta = _segments([3], 2, 2, precision=[0.5, 1.0])
+    assert not st.has_exact_slack
+    with pytest.raises(IntractableError, match="integer"):
+        st.slack_violator(theta, np.array([1, 1, 1]))
+    assert _segments([3], 2, 2, precision=[2, 1])[0].has_exact_slack
+
+
+def _poslearn_reference(st, theta, gold, L, K, M):
+    """PosLearn from its definition: per span (s, e), the best of
+    cost(s, e, k) (1 - s(y) + s(y')) over the segmentations y' that
+    contain a segment (s, e, k) of positive cost."""
+    ys = segmentations(L, K, M)
+    phi_y = st.encode(gold)
+    s_y = phi_y @ theta
+    c = st.cost_vector(phi_y)
+    value, grad = 0.0, np.zeros_like(theta)
+    for s in range(L):
+        for e in range(s, min(L, s + M)):
+            best, arg = 0.0, None
+            for y in ys:
+                for s2, e2, k in _spans(y):
+                    if (s2, e2) == (s, e):
+                        ck = c[(e * M + (e - s)) * K + k]
+                        v = ck * (1 - s_y + st.encode(y) @ theta)
+                        if ck > 0 and v > best + 1e-12:
+                            best, arg = v, (ck, st.encode(y))
+            if arg is not None:
+                value += best
+                grad += arg[0] * (arg[1] - phi_y)
+    return value, grad
+
+
+@pytest.mark.parametrize("L, K, M", ORACLE_CASES)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_segment_poslearn_matches_its_definition(L, K, M, seed):
+    rng = np.random.RandomState(seed)
+    pen = _penalties(rng, K, integer=False) if seed else {}
+    st, theta = _segments([L], K, M, seed=seed, **pen)
+    theta = theta * 0.3
+    ys = segmentations(L, K, M)
+    gold = ys[rng.randint(len(ys))]
+    value, grad = st.poslearn_value_and_grad(theta, gold)
+    want_v, want_g = _poslearn_reference(st, theta, gold, L, K, M)
+    assert value[0] == pytest.approx(want_v, abs=1e-10)
+    np.testing.assert_allclose(grad, want_g, atol=1e-10)
+
+
+def test_segment_violators_on_a_batch_are_the_sequences_one_by_one():
+    K, M = 3, 3
+    lengths = [4, 1, 6, 2]
+    st, theta = _segments(lengths, K, M, seed=7)
+    theta = theta * 0.3
+    gold = st.argmax(-theta)        # a poor gold: violated everywhere
+    y2 = st.second_best(theta, gold)
+    phi_s = st.slack_violator(theta, gold)
+    v, g = st.poslearn_value_and_grad(theta, gold)
+    for i, L in enumerate(lengths):
+        one, th = _segments([L], K, M)[0], theta[st.part_off[i]:st.part_off[i + 1]]
+        sl = slice(st.tok_off[i], st.tok_off[i + 1])
+        np.testing.assert_array_equal(one.second_best(th, gold[sl]), y2[sl])
+        np.testing.assert_array_equal(one.slack_violator(th, gold[sl]),
+                                      phi_s[st.part_off[i]:st.part_off[i + 1]])
+        v1, g1 = one.poslearn_value_and_grad(th, gold[sl])
+        assert v1[0] == pytest.approx(v[i], rel=1e-12)
+        np.testing.assert_allclose(g1, g[st.part_off[i]:st.part_off[i + 1]], rtol=1e-12)

@@ -45,23 +45,29 @@ def fit(est, X, y):
 
 
 @pytest.mark.parametrize("loss", ["crf", "hinge", "perceptron", "sparsemap", "m-sparsemap",
-                                  "projection"])
-def test_segment_tagger_learns_chunks_with_every_available_loss(loss):
+                                  "projection", "hinge-slack", "hinge-approx-slack",
+                                  "poslearn", "squared"])
+def test_segment_tagger_learns_chunks_with_every_loss(loss):
     X, y = segment_data()
     est = fit(SegmentTagger(loss=loss, alpha=1e-3, max_iter=60, random_state=0), X, y)
     pred = est.predict(X)
     # the averaged perceptron stops on its tol rule after 5 epochs here (the
     # chain tagger's perceptron gets .915 on these data)
-    assert chunk_f1(y, pred) > (0.85 if loss == "perceptron" else 0.97), loss
+    # 'squared' regresses each candidate segment's indicator on its own: with
+    # word-only features '[the]' is a whole chunk in some sequences and the
+    # start of a longer one in others, and MAP over the regressed scores
+    # prefers short segments (it converges, to F1 .26; see the docstring)
+    bar = {"perceptron": 0.85, "squared": 0.2}.get(loss, 0.97)
+    assert chunk_f1(y, pred) > bar, loss
     assert est.score(X, y) == pytest.approx(chunk_f1(y, pred))
     assert est.max_length_ == 3 and est.scheme_ == "bio"
 
 
-@pytest.mark.parametrize("loss", ["hinge-slack", "hinge-approx-slack", "poslearn"])
-def test_losses_without_segment_violators_raise_a_clear_error(loss):
-    X, y = segment_data(10)
-    with pytest.raises(IntractableError):
-        SegmentTagger(loss=loss, max_iter=2).fit(X, y)
+def test_every_loss_of_the_menu_is_tested_on_segments():
+    from structlearn.losses import LOSSES
+
+    tested = test_segment_tagger_learns_chunks_with_every_loss.pytestmark[0].args[1]
+    assert set(LOSSES) == set(tested)
 
 
 def test_spans_in_spans_out_and_predict_spans():

@@ -81,10 +81,15 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
     Parameters
     ----------
     loss : str or Loss, default='crf'
-        'perceptron', 'hinge', 'crf', 'sparsemap', 'm-sparsemap',
-        'projection', 'squared'.  ('hinge-slack', 'hinge-approx-slack' and
-        'poslearn' are not available yet: their violators on segmentations
-        are not implemented.)
+        Any loss of :func:`structlearn.losses.get_loss`: 'perceptron',
+        'hinge', 'hinge-slack', 'hinge-approx-slack', 'poslearn', 'crf',
+        'sparsemap', 'm-sparsemap', 'projection', 'squared'.  The
+        slack-scaled and PosLearn violators are those of
+        :class:`~structlearn.structures.Segments` (PosLearn's positions
+        are the spans).  'squared' regresses every candidate segment's
+        indicator separately, a poor surrogate when candidates overlap: on
+        the toy chunks of the tests it converges to span F1 .26 where the
+        other losses reach 1.
     alpha, fit_intercept, solver, max_iter, tol, random_state, n_jobs, verbose
         As in :class:`SequenceTagger`.
     max_length : int or None, default=None

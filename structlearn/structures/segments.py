@@ -13,6 +13,11 @@ from ..kernels.segments import (
     segment_score_batch,
     segment_viterbi_batch,
 )
+from ..kernels.segment_violators import (
+    segment_poslearn_batch,
+    segment_second_best_batch,
+    segment_slack_violator_batch,
+)
 from ..kernels.sparsemap import block_params
 from .base import IntractableError, RaggedStructure
 
@@ -68,7 +73,6 @@ class Segments(RaggedStructure):
     name = "segments"
     scores_name = "segmentation"
     example = "sequence"
-    has_exact_slack = False
     projection_sets = {"segments": ("euclidean",)}
     marginal_set = "segments"
     #: the supports are not stored between solves (see the class docstring)
@@ -185,12 +189,43 @@ class Segments(RaggedStructure):
 
     # ------------------------------------------------------------ oracles
     def second_best(self, theta, y):
-        raise IntractableError("top-2 inference on segmentations is not implemented yet; "
-                               "use loss='hinge' or the smooth losses.")
+        """The best segmentation other than ``y`` (a 2-best semi-Markov
+        Viterbi; ``y`` itself where it is the only segmentation)."""
+        y2, _ = segment_second_best_batch(self._theta(theta), self._y(y), self.part_off,
+                                          self.tok_off, self.n_labels, self.max_length)
+        return y2
 
     def poslearn_value_and_grad(self, theta, y):
-        raise IntractableError("PosLearn violators on segmentations are not implemented yet; "
-                               "use loss='hinge' or the smooth losses.")
+        """PosLearn with the segment cost: one violator per span ``(s, e)``,
+        from forward and backward semi-Markov Viterbi max-marginals
+        (Sarawagi & Gupta 2008, Sec. 4.3.2)."""
+        y = self._y(y)
+        cost = self.cost_vector(self.encode(y))
+        return segment_poslearn_batch(self._theta(theta), y, cost, self.part_off,
+                                      self.tok_off, self.n_labels, self.max_length)
+
+    @property
+    def has_exact_slack(self):
+        """Exact slack scaling needs integer penalties (a Viterbi over the
+        accumulated cost, as for the Hamming cost of chains); the default
+        penalties are."""
+        return all(np.array_equal(v, np.round(v))
+                   for v in (self.precision, self.recall, self.mismatch))
+
+    def slack_violator(self, theta, y):
+        """Exact slack scaling by a semi-Markov Viterbi over (token, label,
+        accumulated cost), for integer penalties; ``O((L M K + L K^2) C)``
+        with ``C`` the largest cost a segmentation can reach."""
+        if not self.has_exact_slack:
+            raise IntractableError(
+                "exact slack scaling on segmentations needs integer precision, recall "
+                "and mismatch penalties (its Viterbi runs over the accumulated cost); "
+                "use loss='hinge-approx-slack' or loss='poslearn' for real-valued ones.")
+        y = self._y(y)
+        icost = np.rint(self.cost_vector(self.encode(y))).astype(np.int64)
+        y_hat = segment_slack_violator_batch(self._theta(theta), y, icost, self.part_off,
+                                             self.tok_off, self.n_labels, self.max_length)
+        return self.encode(y_hat)
 
     def _project(self, theta, set, geometry):
         return self._marginal_projection(theta)
