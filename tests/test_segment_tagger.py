@@ -12,7 +12,6 @@ from sklearn.model_selection import GridSearchCV, cross_validate
 from structlearn import SegmentTagger
 from structlearn.estimators.segments import _segments_to_tags, _tags_to_segments
 from structlearn.metrics import chunk_f1
-from structlearn.structures.base import IntractableError
 
 
 def segment_data(n=60, seed=0):
