@@ -42,17 +42,11 @@ from ._fetchers import (
     list_label_ranking_datasets,
     list_mulan_datasets,
 )
-from ._readers import (
-    ConlluSentence,
-    read_arff_multilabel,
-    read_chu_ghahramani,
-    read_conll2002,
-    read_conll_columns,
-    read_conllu,
-    read_label_ranking_csv,
-    read_wine_quality,
-    write_conllu,
-)
+from ._conll import read_conll2002, read_conll_columns
+from ._conllu import ConlluSentence, read_conllu, write_conllu
+from ._label_ranking import read_label_ranking_csv
+from ._multilabel import read_arff_multilabel
+from ._ordinal import read_chu_ghahramani, read_wine_quality
 
 __all__ = [
     "ChecksumError",

@@ -9,7 +9,9 @@ from sklearn.utils import Bunch
 
 from ._base import bundled_path
 from ._ewt import CONSTRUCTIONS, read_constructions_tsv
-from ._readers import _read_wine_quality_full, read_conllu, read_label_ranking_csv
+from ._conllu import read_conllu
+from ._label_ranking import read_label_ranking_csv
+from ._ordinal import _read_wine_quality_full
 
 __all__ = [
     "load_wine_quality",

@@ -15,6 +15,7 @@ import os
 import numpy as np
 
 from ._base import open_text
+from ._conllu import iter_conllu as _iter_sentences
 
 _MIN_WORDS = 4
 _N_SENTENCES = {"train": 1500, "test": 500}
@@ -76,37 +77,20 @@ def iter_conllu(path):
     """Yield ``(sent_id, text, words)`` for each sentence of a CoNLL-U file.
 
     ``words`` lists the syntactic words (integer IDs only; multiword-token
-    ranges and empty nodes are skipped) as ``(form, lemma, upos, deprel)``.
+    ranges and empty nodes are skipped) as ``(form, lemma, upos, deprel)``,
+    the strings of the file (``"_"`` where a field is missing).  The file is
+    parsed (lazily) by :func:`structlearn.datasets.read_conllu`'s parser.
     """
-    sent_id, text, words = None, None, []
-    with open_text(path) as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            line = raw.rstrip("\r\n")
-            if not line:
-                if words:
-                    yield sent_id, text, words
-                sent_id, text, words = None, None, []
-                continue
-            if line.startswith("#"):
-                key, sep, value = line[1:].partition("=")
-                if sep:
-                    key = key.strip()
-                    if key == "sent_id":
-                        sent_id = value.strip()
-                    elif key == "text":
-                        text = value.strip()
-                continue
-            cols = line.split("\t")
-            if len(cols) != 10:
-                raise ValueError(
-                    f"{path}:{lineno}: expected 10 tab-separated columns, got "
-                    f"{len(cols)}."
-                )
-            if not cols[0].isdigit():
-                continue
-            words.append((cols[1], cols[2], cols[3], cols[7]))
-    if words:
-        yield sent_id, text, words
+    for sentence in _iter_sentences(path):
+        meta = sentence.metadata
+        words = [(t["form"], _raw(t["lemma"]), _raw(t["upos"]), _raw(t["deprel"]))
+                 for t in sentence.tokens]
+        yield meta.get("sent_id"), meta.get("text"), words
+
+
+def _raw(value):
+    """The file's string of a field read as None for ``_``."""
+    return "_" if value is None else value
 
 
 def construction_labels(words):

@@ -39,14 +39,11 @@ from sklearn.utils import Bunch
 from . import _base
 from ._base import ChecksumError, download, get_data_home, verify_checksum
 from ._checksums import CHECKSUMS
-from ._readers import (
-    _read_partition_pair,
-    read_arff_multilabel,
-    read_conll2002,
-    read_conll_columns,
-    read_conllu,
-    read_label_ranking_csv,
-)
+from ._conll import read_conll2002, read_conll_columns
+from ._conllu import read_conllu
+from ._label_ranking import read_label_ranking_csv
+from ._multilabel import read_arff_multilabel
+from ._ordinal import _read_partition_pair
 
 __all__ = [
     "fetch_label_ranking",
