@@ -317,7 +317,7 @@ def segment_poslearn_batch(theta, y, cost, part_off, tok_off, K, M):
         tr = base + L * M * K
         st = tr + K * K
         en = st + K
-        _, P, bl, bk = _forward(theta, base, L, K, M, False)
+        _, P, bl, bk = _forward(theta, base, L, K, M)
         B, _, nb, cl = _backward_max(theta, base, L, K, M)
         s_y = _score(theta, base, L, K, M, y, o)
         wF = np.zeros((L, K))   # weight of violators whose prefix ends at (e, k)

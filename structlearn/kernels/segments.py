@@ -34,8 +34,8 @@ whose last segment ends at ``e`` with label ``k``, is ``max_l seg[e, l, k]
 score of entering a segment of label ``k`` at token ``s`` (``start[k]``
 for ``s = 0``).  Ties: strict ``>`` in
 increasing index order, so the shortest last segment and then the lowest
-label win.  Scores are finite; the log-space recursions subtract their
-running maximum.
+label win.  Scores are finite; the log-space recursions shift every sum
+by its largest term (see :func:`_marginals_into`).
 """
 
 import numpy as np
@@ -59,13 +59,13 @@ def segment_part_offsets(tok_off, K, M):
 
 
 @njit(cache=True, nogil=True)
-def _forward(theta, base, L, K, M, logspace):
-    """The forward recursion of one sequence: ``V`` (see the module
-    docstring), ``P[s, k]`` -- the score of entering a segment of label
-    ``k`` at token ``s``: ``start[k]`` for ``s = 0``, else the max (or
-    log-sum) over the previous label ``a`` of ``V[s - 1, a] + trans[a, k]``
-    -- and, for max-sum, the back-pointers (length index of the last
-    segment, previous label).  ``O(L K^2 + L M K)``."""
+def _forward(theta, base, L, K, M):
+    """The max-sum forward recursion of one sequence: ``V`` (see the module
+    docstring), ``P[s, k]`` -- the best score of entering a segment of
+    label ``k`` at token ``s``: ``start[k]`` for ``s = 0``, else the max
+    over the previous label ``a`` of ``V[s - 1, a] + trans[a, k]`` -- and
+    the back-pointers (length index of the last segment, previous label).
+    ``O(L K^2 + L M K)``."""
     tr = base + L * M * K
     V = np.full((L, K), NEG_INF)
     P = np.full((L, K), NEG_INF)
@@ -80,9 +80,7 @@ def _forward(theta, base, L, K, M, logspace):
             best = NEG_INF
             for a in range(K):
                 v = V[e - 1, a] + theta[tr + a * K + k]
-                if logspace:
-                    best = logaddexp(best, v)
-                elif v > best:
+                if v > best:
                     best = v
                     bk[e, k] = a
             P[e, k] = best
@@ -90,9 +88,7 @@ def _forward(theta, base, L, K, M, logspace):
             best = NEG_INF
             for ln in range(min(M, e + 1)):
                 v = theta[base + (e * M + ln) * K + k] + P[e - ln, k]
-                if logspace:
-                    best = logaddexp(best, v)
-                elif v > best:
+                if v > best:
                     best = v
                     bl[e, k] = ln
             V[e, k] = best
@@ -100,8 +96,49 @@ def _forward(theta, base, L, K, M, logspace):
 
 
 @njit(cache=True, nogil=True)
+def _exp_trans(theta, tr, K):
+    """``exp(trans - max trans)`` and the max: the transition factors of the
+    sum-product recursions."""
+    mt = NEG_INF
+    for j in range(K * K):
+        mt = max(mt, theta[tr + j])
+    et = np.empty((K, K))
+    for a in range(K):
+        for b in range(K):
+            et[a, b] = np.exp(theta[tr + a * K + b] - mt)
+    return et, mt
+
+
+@njit(cache=True, nogil=True)
+def _log_enter(row, et, mt, theta, tr, K, forward, out):
+    """``out[k] = log sum_a exp(row[a] + trans[a, k])`` (``forward``) or
+    ``log sum_b exp(trans[k, b] + row[b])``, as ``K`` products with the
+    precomputed transition factors after shifting ``row`` by its max.
+    Where that sum underflows (scores spread over more than ~640 nats) the
+    entry is recomputed exactly with pairwise ``logaddexp``."""
+    m = NEG_INF
+    for a in range(K):
+        m = max(m, row[a])
+    er = np.empty(K)
+    for a in range(K):
+        er[a] = np.exp(row[a] - m)
+    for k in range(K):
+        acc = 0.0
+        for a in range(K):
+            acc += er[a] * (et[a, k] if forward else et[k, a])
+        if acc > 1e-280:
+            out[k] = m + mt + np.log(acc)
+            continue
+        v = NEG_INF
+        for a in range(K):
+            v = logaddexp(v, row[a] + (theta[tr + a * K + k] if forward
+                                       else theta[tr + k * K + a]))
+        out[k] = v
+
+
+@njit(cache=True, nogil=True)
 def _viterbi_into(theta, base, L, K, M, y, yoff):
-    V, _, bl, bk = _forward(theta, base, L, K, M, False)
+    V, _, bl, bk = _forward(theta, base, L, K, M)
     en = base + L * M * K + K * K + K
     best = NEG_INF
     k = 0
@@ -168,45 +205,94 @@ def _score(theta, base, L, K, M, y, yoff):
 @njit(cache=True, nogil=True)
 def _marginals_into(theta, base, L, K, M, mu):
     """Log-partition of one sequence; its marginals (segments, transition
-    counts, start, end) written into ``mu[base:...]``."""
-    A, P, _, _ = _forward(theta, base, L, K, M, True)
+    counts, start, end) written into ``mu[base:...]``.
+
+    Sum-product forward (``A``, ``P``: the log-space ``V`` and ``P`` of the
+    module docstring) and backward (``B[e, k]``: the completions after a
+    segment of label ``k`` ending at ``e``; ``C[s, k]``: a segment of label
+    ``k`` starting at ``s`` and its completions) recursions.  Sums over
+    segment lengths are shifted by their max (one exponential per term,
+    one logarithm per sum); sums over labels multiply precomputed
+    transition factors (:func:`_log_enter`), so that the ``L K^2`` terms
+    cost no transcendental function."""
     tr = base + L * M * K
     st = tr + K * K
     en = st + K
+    et, mt = _exp_trans(theta, tr, K)
+    A = np.full((L, K), NEG_INF)
+    P = np.empty((L, K))
+    v = np.empty(M)
+    for e in range(L):
+        if e == 0:
+            for k in range(K):
+                P[0, k] = theta[st + k]
+        else:
+            _log_enter(A[e - 1], et, mt, theta, tr, K, True, P[e])
+        n_l = min(M, e + 1)
+        for k in range(K):
+            m = NEG_INF
+            for ln in range(n_l):
+                v[ln] = theta[base + (e * M + ln) * K + k] + P[e - ln, k]
+                m = max(m, v[ln])
+            acc = 0.0
+            for ln in range(n_l):
+                acc += np.exp(v[ln] - m)
+            A[e, k] = m + np.log(acc)
     logZ = NEG_INF
     for k in range(K):
         logZ = logaddexp(logZ, A[L - 1, k] + theta[en + k])
-    # B[e, k]: completions after a segment of label k ending at e;
-    # C[s, k]: a segment of label k starting at s, and its completions
-    B = np.full((L, K), NEG_INF)
+    B = np.empty((L, K))
     C = np.full((L + 1, K), NEG_INF)
     for s in range(L - 1, -1, -1):
-        for k in range(K):
-            if s == L - 1:
+        if s == L - 1:
+            for k in range(K):
                 B[s, k] = theta[en + k]
-            else:
-                v = NEG_INF
-                for b in range(K):
-                    v = logaddexp(v, theta[tr + k * K + b] + C[s + 1, b])
-                B[s, k] = v
+        else:
+            _log_enter(C[s + 1], et, mt, theta, tr, K, False, B[s])
+        n_l = min(M, L - s)
         for k in range(K):
-            v = NEG_INF
-            for ln in range(min(M, L - s)):
-                e = s + ln
-                v = logaddexp(v, theta[base + (e * M + ln) * K + k] + B[e, k])
-            C[s, k] = v
+            m = NEG_INF
+            for ln in range(n_l):
+                v[ln] = theta[base + ((s + ln) * M + ln) * K + k] + B[s + ln, k]
+                m = max(m, v[ln])
+            acc = 0.0
+            for ln in range(n_l):
+                acc += np.exp(v[ln] - m)
+            C[s, k] = m + np.log(acc)
     for e in range(L):
         for ln in range(min(M, e + 1)):
             s = e - ln
             for k in range(K):
                 p = base + (e * M + ln) * K + k
                 mu[p] = np.exp(P[s, k] + theta[p] + B[e, k] - logZ)
+    # transition counts: sum_j exp(A[j, a] + trans[a, b] + C[j + 1, b] - logZ),
+    # as products of shifted factors where the shift is safe (a product
+    # that underflows then stands for less than 1e-290), else exactly
+    ea = np.empty(K)
+    eb = np.empty(K)
+    T = np.zeros((K, K))
+    for j in range(L - 1):
+        mA = NEG_INF
+        mC = NEG_INF
+        for a in range(K):
+            mA = max(mA, A[j, a])
+            mC = max(mC, C[j + 1, a])
+        shift = mA + mC + mt - logZ
+        if shift < 30.0:
+            f = np.exp(shift)
+            for a in range(K):
+                ea[a] = np.exp(A[j, a] - mA) * f
+                eb[a] = np.exp(C[j + 1, a] - mC)
+            for a in range(K):
+                for b in range(K):
+                    T[a, b] += ea[a] * et[a, b] * eb[b]
+        else:
+            for a in range(K):
+                for b in range(K):
+                    T[a, b] += np.exp(A[j, a] + theta[tr + a * K + b] + C[j + 1, b] - logZ)
     for a in range(K):
         for b in range(K):
-            v = 0.0
-            for j in range(L - 1):
-                v += np.exp(A[j, a] + theta[tr + a * K + b] + C[j + 1, b] - logZ)
-            mu[tr + a * K + b] = v
+            mu[tr + a * K + b] = T[a, b]
     for k in range(K):
         mu[st + k] = np.exp(theta[st + k] + C[0, k] - logZ)
         mu[en + k] = np.exp(A[L - 1, k] + theta[en + k] - logZ)
