@@ -139,6 +139,19 @@ def test_ragged_problem_meets_every_solver_protocol(kind):
     c, v, ptr = problem.block_entries(idx[:11], G)
     np.testing.assert_allclose(np.bincount(c, weights=v, minlength=problem.n_params), g1,
                                atol=1e-10)
+    # part_columns: the columns of A_i, i.e. block_entries of unit vectors
+    sizes = fmap.part_sizes()
+    rep = rng.randint(problem.n_samples, size=25)
+    parts = np.array([rng.randint(sizes[i]) for i in rep])
+    c, v, ptr = problem.part_columns(rep, parts)
+    for k, (i, p) in enumerate(zip(rep, parts)):
+        e = np.zeros(sizes[i])
+        e[p] = 1.0
+        cu, vu, _ = problem.block_entries([i], e)
+        np.testing.assert_allclose(
+            np.bincount(c[ptr[k]:ptr[k + 1]], weights=v[ptr[k]:ptr[k + 1]],
+                        minlength=problem.n_params),
+            np.bincount(cu, weights=vu, minlength=problem.n_params), atol=1e-12)
     assert problem.sq_norms().shape == (problem.n_samples,)
 
 

@@ -7,8 +7,12 @@ from ..kernels.linear import (
     support_grad_entries,
     support_param_ids,
 )
-from ..kernels.segments import segment_assemble_scores, segment_reduce_grad
-from ._base import RaggedBatch
+from ..kernels.segment_features import (
+    segment_assemble_scores,
+    segment_block_entries,
+    segment_part_columns,
+    segment_reduce_grad,
+)
 from ._tokens import TokenBatches
 
 
@@ -131,40 +135,24 @@ class SegmentFeatureMap(TokenBatches):
     def unary_sizes(self):
         return np.diff(self.pos_off) * self.M * self.K
 
-    def _one(self, i):
-        from ..structures.segments import Segments
-
-        off = np.array([0, self.pos_off[i + 1] - self.pos_off[i]], dtype=np.int64)
-        return RaggedBatch(self.select([i]), off, None, Segments(self.K, off, self.M))
-
     def block_entries(self, idx, D):
-        """Per sequence of ``idx``, the entries of ``A_i^T D_i`` (by
-        ``backprop_entries``, one sequence at a time)."""
-        cols, vals, ptr = [], [], [0]
-        o = 0
-        sizes = self.part_sizes()
-        for i in np.asarray(idx, dtype=np.int64):
-            k = int(sizes[i])
-            c, v = self.backprop_entries(D[o:o + k], self._one(int(i)))
-            o += k
-            cols.append(c)
-            vals.append(v)
-            ptr.append(ptr[-1] + len(c))
-        return np.concatenate(cols), np.concatenate(vals), np.asarray(ptr, dtype=np.int64)
+        """Per sequence of ``idx``, the entries of ``A_i^T D_i`` for a flat
+        array ``D`` of their score blocks; ``(cols, vals, ptr)``."""
+        idx = np.asarray(idx, dtype=np.int64)
+        part_off = np.concatenate([[0], np.cumsum(self.part_sizes()[idx])]).astype(np.int64)
+        tk = self.tokens
+        return segment_block_entries(tk.indptr, tk.nz_start, tk.nz_len, tk.data,
+                                     self.sup_label, np.ascontiguousarray(D, dtype=np.float64),
+                                     self.pos_off[idx], part_off, self.K, self.M,
+                                     self.n_support, self.fit_intercept)
 
     def part_columns(self, rep, parts):
-        """Per ``k``, the column of ``A_i`` of part ``parts[k]`` of sequence
-        ``rep[k]`` (by ``backprop_entries`` of a unit score vector)."""
-        cols, vals, ptr = [], [], [0]
-        sizes = self.part_sizes()
-        for i, p in zip(np.asarray(rep, dtype=np.int64), np.asarray(parts, dtype=np.int64)):
-            e = np.zeros(int(sizes[i]))
-            e[p] = 1.0
-            c, v = self.backprop_entries(e, self._one(int(i)))
-            keep = v != 0
-            cols.append(c[keep])
-            vals.append(v[keep])
-            ptr.append(ptr[-1] + int(keep.sum()))
-        if not cols:
-            return np.zeros(0, np.int64), np.zeros(0), np.asarray(ptr, dtype=np.int64)
-        return np.concatenate(cols), np.concatenate(vals), np.asarray(ptr, dtype=np.int64)
+        """Per ``k``, the column of ``A_i`` of part ``parts[k]`` (an index
+        into the flat score block) of sequence ``rep[k]``; ``(cols, vals,
+        ptr)``."""
+        rep = np.asarray(rep, dtype=np.int64)
+        tk = self.tokens
+        return segment_part_columns(tk.indptr, tk.nz_start, tk.nz_len, tk.data, self.sup_label,
+                                    self.pos_off[rep], np.diff(self.pos_off)[rep],
+                                    np.asarray(parts, dtype=np.int64), self.K, self.M,
+                                    self.n_support, self.fit_intercept)
