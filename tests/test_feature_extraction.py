@@ -272,7 +272,7 @@ def _mixed_dicts(rng, n_seq):
 def test_fast_scan_equals_slow_scan(params, monkeypatch):
     """The C-level scan and the Python scan agree in fit and transform,
     including unseen features and numbers other than 0 and 1."""
-    import structlearn.feature_extraction as fe
+    import structlearn.feature_extraction._dicts as fe
 
     rng = np.random.default_rng(11)
     X, X_new = _mixed_dicts(rng, 40), _mixed_dicts(rng, 20)

@@ -1,0 +1,237 @@
+"""Arc features of dependency parsing: :class:`ArcVectorizer` and the
+token attributes of sentences it reads."""
+
+from collections.abc import Mapping
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import check_int, describe
+from ..kernels.arcs import TEMPLATES, arc_feature_ids, build_table, gold_arc_keys, template_names
+from ..kernels.tree_validation import validate_heads
+
+__all__ = ["ArcVectorizer", "check_sentences", "sentence_attributes"]
+
+
+def check_sentences(X):
+    """Raise a ValueError unless ``X`` is a non-empty list (or tuple) of
+    sentences (a 1-D object array of them is also accepted)."""
+    if isinstance(X, np.ndarray) and X.ndim == 1 and X.dtype == object:
+        pass
+    elif X is None or isinstance(X, (str, bytes, Mapping, np.ndarray)) or sp.issparse(X) \
+            or not isinstance(X, (list, tuple)):
+        raise ValueError(f"X must be a list of sentences (lists of token dicts or "
+                         f"ConlluSentence objects), got {describe(X)}.")
+    if len(X) == 0:
+        raise ValueError("X is empty: at least one sentence is needed.")
+
+
+def _sentence_tokens(sent, i):
+    """The token dicts of a sentence (a list of dicts or a ConlluSentence)."""
+    toks = getattr(sent, "tokens", sent)
+    if isinstance(toks, (str, bytes, Mapping)) or not hasattr(toks, "__len__") or \
+            sp.issparse(toks) or getattr(toks, "ndim", 1) != 1:
+        raise ValueError(f"sentence {i} (X[{i}]) must be a list of token dicts or a "
+                         f"ConlluSentence, got {describe(sent)}.")
+    return toks
+
+
+def _feats_string(feats):
+    """Canonical string of a token's morphological features: a CoNLL-U
+    FEATS dict (as :func:`structlearn.datasets.read_conllu` gives) or
+    string, ``"_"`` when missing."""
+    if feats is None:
+        return "_"
+    if isinstance(feats, Mapping):
+        return "|".join(f"{k}={v}" for k, v in sorted(feats.items())) or "_"
+    return str(feats)
+
+
+def sentence_attributes(X, vocabularies=None, prefix_length=5):
+    """Token attribute strings of sentences: one list per attribute of
+    :data:`structlearn.kernels.arcs.ATTRIBUTES` (form lower-cased, lemma,
+    UPOS, XPOS, form prefix, FEATS), plus word offsets.
+
+    A token is a dict with at least ``"form"``; missing ``lemma``, ``upos``,
+    ``xpos``, ``feats`` (or None, CoNLL-U's ``_``) read as ``"_"``.
+    """
+    check_sentences(X)
+    cols = ([], [], [], [], [], [])
+    word_off = [0]
+    for i, sent in enumerate(X):
+        toks = _sentence_tokens(sent, i)
+        if len(toks) == 0:
+            raise ValueError(f"sentence {i} is empty; a dependency tree needs at least "
+                             f"one word.")
+        for t, tok in enumerate(toks):
+            if not isinstance(tok, Mapping):
+                raise ValueError(f"sentence {i}, word {t + 1}: expected a token dict with "
+                                 f"a 'form', got {describe(tok)}.")
+            form = tok.get("form")
+            if not isinstance(form, str):
+                raise ValueError(f"sentence {i}, word {t + 1}: the token needs a str "
+                                 f"'form', got {form!r}.")
+            low = form.lower()
+            cols[0].append(low)
+            for c, key in ((1, "lemma"), (2, "upos"), (3, "xpos")):
+                v = tok.get(key)
+                if v is not None and not isinstance(v, str):
+                    raise ValueError(f"sentence {i}, word {t + 1}: {key!r} must be a str "
+                                     f"or None, got {describe(v)}.")
+                cols[c].append("_" if v is None else v)
+            cols[4].append(low[:prefix_length])
+            feats = tok.get("feats")
+            if feats is not None and not isinstance(feats, (str, Mapping)):
+                raise ValueError(f"sentence {i}, word {t + 1}: 'feats' must be a dict, a "
+                                 f"str or None, got {describe(feats)}.")
+            cols[5].append(_feats_string(feats))
+        word_off.append(len(cols[0]))
+    return cols, np.asarray(word_off, dtype=np.int64)
+
+
+class ArcVectorizer(BaseEstimator):
+    """First-order arc features of dependency parsing (McDonald et al. 2005).
+
+    For an arc ``h -> m``: head and modifier form (lower-cased), lemma,
+    UPOS, XPOS and 5-character prefix and their conjunctions, the UPOS of
+    each word between them, and the UPOS of their neighbours; every template
+    also conjoined with the arc's direction and binned distance (see
+    :mod:`structlearn.kernels.arcs` for the list).  Features are never
+    materialised as strings: tokens become rows of attribute ids and arc
+    features 64-bit hashes, looked up in a table of the features of the
+    *gold* arcs of the training data (as MSTParser builds its feature set);
+    features of other arcs that are not in it are ignored.
+
+    Parameters
+    ----------
+    min_freq : int, default=1
+        Keep features seen on at least this many gold arcs.
+    prefix_length : int, default=5
+    templates : list of str or None, default=None
+        Names of the templates to use (see ``template_names_``; e.g. the
+        ``selected_groups_`` of a
+        :class:`structlearn.feature_selection.GroupLassoSelector`); None: all.
+        Features of the other templates get no column.
+
+    Attributes
+    ----------
+    vocabularies_ : list of dict
+        Attribute value -> id (ids from 3; 0 outside the sentence, 1
+        unknown, 2 root), one dict per attribute.
+    n_features_ : int
+    templates_ : ndarray of int16, shape (``n_features_``,)
+        Template index of every feature column.
+    template_names_ : list of str
+    """
+
+    def __init__(self, min_freq=1, prefix_length=5, templates=None):
+        self.min_freq = min_freq
+        self.prefix_length = prefix_length
+        self.templates = templates
+
+    def _check_params(self):
+        check_int("min_freq", self.min_freq)
+        check_int("prefix_length", self.prefix_length)
+        return _template_ids(self.templates)
+
+    def _ids(self, cols, vocabularies):
+        A = np.empty((len(cols[0]), len(cols)), dtype=np.int32)
+        for c, (values, vocab) in enumerate(zip(cols, vocabularies)):
+            get = vocab.get
+            A[:, c] = np.fromiter((get(v, 1) for v in values), dtype=np.int32,
+                                  count=len(values))
+        return A
+
+    def fit(self, X, heads):
+        """Learn attribute vocabularies and the feature table.
+
+        Parameters
+        ----------
+        X : list of sentences (lists of token dicts, or ConlluSentence)
+        heads : list of head arrays (trees: 1-based heads, 0 = root), one per
+            sentence and as long as it
+        """
+        self._fit(X, heads)
+        return self
+
+    def fit_transform(self, X, heads):
+        """Fit, then return ``transform(X)`` (one scan of ``X``)."""
+        return self._fit(X, heads)
+
+    def _fit(self, X, heads):
+        allowed = self._check_params()
+        cols, word_off = sentence_attributes(X, prefix_length=self.prefix_length)
+        if len(heads) != len(word_off) - 1:
+            raise ValueError(f"X has {len(word_off) - 1} sentences but heads has "
+                             f"{len(heads)} head arrays.")
+        for i, (n, h) in enumerate(zip(np.diff(word_off), heads)):
+            if len(h) != n:
+                raise ValueError(f"sentence {i} has {n} words but its head array has "
+                                 f"{len(h)} entries.")
+        flat_heads, _ = validate_heads(list(heads), single_root=False)
+        vocabularies = []
+        for values in cols:
+            vocab = {}
+            for v in values:
+                if v not in vocab:
+                    vocab[v] = len(vocab) + 3
+            vocabularies.append(vocab)
+        A = self._ids(cols, vocabularies)
+        keys, tmpl = gold_arc_keys(A, word_off, flat_heads, TEMPLATES)
+        order = np.argsort(keys, kind="stable")
+        keys, tmpl = keys[order], tmpl[order]
+        del order
+        first = np.concatenate(([True], keys[1:] != keys[:-1]))
+        starts = np.flatnonzero(first)
+        counts = np.diff(np.append(starts, len(keys)))
+        keep = counts >= self.min_freq
+        if allowed is not None:
+            keep &= np.isin(tmpl[starts], allowed)
+        if not keep.any():
+            raise ValueError(f"no arc feature occurs on at least min_freq="
+                             f"{self.min_freq} gold arcs"
+                             f"{'' if allowed is None else ' in the given templates'}; "
+                             f"lower min_freq.")
+        uniq = keys[starts[keep]]
+        self.templates_ = tmpl[starts[keep]].astype(np.int16)
+        del keys, tmpl
+        capacity = 1 << int(np.ceil(np.log2(max(16, 2 * len(uniq)))))
+        self._table = build_table(uniq, capacity)
+        self.vocabularies_ = vocabularies
+        self.n_features_ = len(uniq)
+        self.template_names_ = template_names()
+        return A, word_off
+
+    def transform(self, X):
+        """Token attribute ids ``A`` (n_words, len(ATTRIBUTES)) int32 and word
+        offsets."""
+        check_is_fitted(self, "vocabularies_")
+        cols, word_off = sentence_attributes(X, prefix_length=self.prefix_length)
+        return self._ids(cols, self.vocabularies_), word_off
+
+    def arc_features(self, A, word_off, a, b):
+        """``(indptr, ids)`` of every arc of sentences ``a..b-1`` (see
+        :func:`structlearn.kernels.arcs.arc_feature_ids`)."""
+        return arc_feature_ids(A, word_off, a, b, TEMPLATES, self._table)
+
+
+def _template_ids(templates):
+    """Indices of the arc template names ``templates`` (None: None)."""
+    if templates is None:
+        return None
+    if isinstance(templates, str) or not hasattr(templates, "__iter__"):
+        raise ValueError(f"templates must be a list of template names or None, got "
+                         f"{templates!r}.")
+    names = template_names()
+    index = {n: t for t, n in enumerate(names)}
+    templates = list(templates)
+    unknown = [t for t in templates if t not in index]
+    if unknown:
+        raise ValueError(f"unknown arc templates {unknown[:3]!r} (of {len(unknown)}); "
+                         f"valid names are structlearn.kernels.arcs.template_names(), e.g. "
+                         f"{names[0]!r}.")
+    if not templates:
+        raise ValueError("templates is empty: at least one arc template is needed.")
+    return np.array(sorted(index[t] for t in templates), dtype=np.int64)
