@@ -111,6 +111,21 @@ class Structure:
         """Parts penalised by SparseMAP's quadratic term (all of them here)."""
         return self.n_parts
 
+    def all_outputs(self, max_outputs=100_000):
+        """Every output of the structure, for brute-force checks on small
+        instances: the labels as a batch (one output per row; for a ragged
+        structure, a batch of one example, one row of codes per output).
+
+        Raises ValueError when there are more than ``max_outputs``.
+        """
+        raise NotImplementedError
+
+    @staticmethod
+    def _check_count(count, max_outputs, what):
+        if count > max_outputs:
+            raise ValueError(f"{what} has {count} outputs, more than max_outputs="
+                             f"{max_outputs}: enumeration is for small instances.")
+
     def encode(self, y):
         """Vertex vectors ``phi(y)`` of shape (n, n_parts)."""
         raise NotImplementedError
@@ -381,6 +396,13 @@ class RaggedStructure(Structure):
 
     def _oracle_params(self):
         raise NotImplementedError
+
+    def _one_example(self):
+        """The length of the only example of the batch (enumeration needs one)."""
+        if self.n != 1:
+            raise ValueError(f"all_outputs enumerates the outputs of one {self.example}; "
+                             f"this batch has {self.n}.")
+        return int(self.lengths[0])
 
     @property
     def code_width(self):

@@ -1,5 +1,7 @@
 """Linear chains: tag sequences with unary, transition, start and end parts."""
 
+import itertools
+
 import numpy as np
 
 from ..kernels.chain import (
@@ -114,6 +116,13 @@ class Chain(RaggedStructure):
         return np.ascontiguousarray(y, dtype=np.int64)
 
     # ----------------------------------------------------------- encoding
+    def all_outputs(self, max_outputs=100_000):
+        """Every tag sequence of the batch's one sequence (rows of tags)."""
+        L = self._one_example()
+        self._check_count(self.n_tags ** L, max_outputs, f"a chain of {L} tokens")
+        return np.array(list(itertools.product(range(self.n_tags), repeat=L)),
+                        dtype=np.int64).reshape(-1, L)
+
     def encode(self, y):
         return encode_batch(self._y(y), self.part_off, self.tok_off, self.n_tags)
 

@@ -1,5 +1,7 @@
 """Multilabel structures: the unit cube and the knapsack polytope."""
 
+import itertools
+
 import numpy as np
 
 from ..kernels.maps import (
@@ -52,6 +54,14 @@ class Knapsack(Structure):
         self.n_parts = self.n_labels
 
     # encoding ---------------------------------------------------------------
+    def all_outputs(self, max_outputs=100_000):
+        """Every label set with ``lower..upper`` labels, as 0/1 rows."""
+        k = self.n_labels
+        self._check_count(2 ** k, max_outputs, f"a knapsack of {k} labels")
+        Y = np.array(list(itertools.product((0, 1), repeat=k)), dtype=np.int64).reshape(-1, k)
+        size = Y.sum(axis=1)
+        return Y[(size >= self.lower) & (size <= self.upper)]
+
     def encode(self, y):
         return np.asarray(y, dtype=np.float64)
 

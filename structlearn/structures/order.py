@@ -32,6 +32,11 @@ class OrderSimplex(Structure):
         self.n_classes = int(n_classes)
         self.n_parts = self.n_classes - 1
 
+    def all_outputs(self, max_outputs=100_000):
+        """The classes ``0..n_classes - 1``."""
+        self._check_count(self.n_classes, max_outputs, "the order simplex")
+        return np.arange(self.n_classes, dtype=np.int64)
+
     def class_scores(self, theta):
         """Scores of the ``k`` classes, ``s_0 = 0, s_j = sum_{t<j} theta_t``."""
         theta = np.asarray(theta, dtype=np.float64)

@@ -4,6 +4,9 @@ Labels are rank vectors ``y`` of shape (n, k): ``y[i, j]`` is the rank of
 label ``j`` for sample ``i``, 1 = best (the scikit-lr convention).
 """
 
+import itertools
+import math
+
 import numpy as np
 from scipy.special import softmax
 
@@ -59,6 +62,13 @@ class Permutahedron(Structure):
         self.n_labels = int(n_labels)
         self.n_parts = self.n_labels
         self.weights = w
+
+    def all_outputs(self, max_outputs=100_000):
+        """Every ranking, as rank vectors (values ``1..n_labels``)."""
+        k = self.n_labels
+        self._check_count(math.factorial(k), max_outputs, f"{k} labels' rankings")
+        return np.array(list(itertools.permutations(range(1, k + 1))),
+                        dtype=np.int64).reshape(-1, k)
 
     def encode(self, y):
         return self.weights[np.asarray(y, dtype=np.int64) - 1]
@@ -155,6 +165,13 @@ class Birkhoff(Structure):
         self.n_parts = self.n_labels ** 2
         self.max_iter = max_iter
         self.tol = tol
+
+    def all_outputs(self, max_outputs=100_000):
+        """Every ranking, as rank vectors (values ``1..n_labels``)."""
+        k = self.n_labels
+        self._check_count(math.factorial(k), max_outputs, f"{k} labels' rankings")
+        return np.array(list(itertools.permutations(range(1, k + 1))),
+                        dtype=np.int64).reshape(-1, k)
 
     def encode(self, y):
         y = np.asarray(y, dtype=np.int64)

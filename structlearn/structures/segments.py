@@ -145,6 +145,26 @@ class Segments(RaggedStructure):
         return y
 
     # ----------------------------------------------------------- encoding
+    def all_outputs(self, max_outputs=100_000):
+        """Every segmentation of the batch's one sequence (rows of codes)."""
+        L = self._one_example()
+        K, M = self.n_labels, self.max_length
+        count = [1] + [0] * L          # segmentations of the first t tokens
+        for t in range(1, L + 1):
+            count[t] = K * sum(count[t - ln] for ln in range(1, min(M, t) + 1))
+        self._check_count(count[L], max_outputs, f"a sequence of {L} tokens")
+
+        def rest(t):
+            if t == L:
+                yield []
+                return
+            for ln in range(1, min(M, L - t) + 1):
+                for k in range(K):
+                    for tail in rest(t + ln):
+                        yield [2 * k + 1] + [2 * k] * (ln - 1) + tail
+
+        return np.array(list(rest(0)), dtype=np.int64).reshape(-1, L)
+
     def encode(self, y):
         return segment_encode_batch(self._y(y), self.part_off, self.tok_off, self.n_labels,
                                     self.max_length)

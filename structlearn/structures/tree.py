@@ -1,5 +1,7 @@
 """Dependency trees: head arrays with one score per arc (first-order parts)."""
 
+import itertools
+
 import numpy as np
 
 from ..kernels.tree import (
@@ -21,6 +23,15 @@ from .base import IntractableError, RaggedStructure
 
 
 # ------------------------------------------------------------------ structure
+def _reaches_root(heads, m):
+    """Whether word ``m`` reaches the root 0 following ``heads`` (1-based)."""
+    for _ in range(len(heads)):
+        m = heads[m - 1]
+        if m == 0:
+            return True
+    return False
+
+
 class Tree(RaggedStructure):
     """A batch of dependency trees (first-order, arc-factored scores).
 
@@ -198,6 +209,23 @@ class Tree(RaggedStructure):
         return y
 
     # ----------------------------------------------------------- encoding
+    def all_outputs(self, max_outputs=100_000):
+        """Every tree of the batch's one sentence (rows of heads, 0 = root),
+        under ``single_root`` and ``projective``."""
+        n = self._one_example()
+        self._check_count((n + 1) ** n, max_outputs, f"a sentence of {n} words")
+        out = []
+        for heads in itertools.product(range(n + 1), repeat=n):
+            if self.single_root and heads.count(0) != 1:
+                continue
+            if any(not _reaches_root(heads, m) for m in range(1, n + 1)):
+                continue
+            arcs = [(min(h, m), max(h, m)) for m, h in enumerate(heads, start=1)]
+            if self.projective and any(a < c < b < d for a, b in arcs for c, d in arcs):
+                continue
+            out.append(heads)
+        return np.array(out, dtype=np.int64).reshape(-1, n)
+
     def encode(self, y):
         """Flat arc indicators ``phi(y)`` of a flat head array."""
         return encode_heads_batch(self._y(y), self.part_off, self.word_off)
