@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, cross_validate
 
 from structlearn import SegmentTagger
-from structlearn.estimators.segments import _segments_to_tags, _tags_to_segments
+from structlearn.estimators._spans import _segments_to_tags, _tags_to_segments
 from structlearn.metrics import chunk_f1
 
 
@@ -130,3 +130,25 @@ def test_segment_tagger_in_model_selection_and_pickle():
     again = pickle.loads(pickle.dumps(est))
     assert again.predict(X) == est.predict(X)
     assert clone(est).get_params() == est.get_params()
+
+
+def test_segment_cost_penalties_reach_the_structure_and_are_checked():
+    from structlearn.estimators._spans import segment_penalties
+    from structlearn.structures import IntractableError
+
+    got = segment_penalties({"A": 2.0}, 0.5, {("A", "O"): 3}, ["A", "B", "O"])
+    np.testing.assert_array_equal(got["precision"], [2, 1, 1])
+    np.testing.assert_array_equal(got["recall"], [0.5, 0.5, 0.5])
+    np.testing.assert_array_equal(got["mismatch"], [[0, 1, 3], [1, 0, 1], [1, 1, 0]])
+    X, y = segment_data(20)
+    # exact slack scaling needs integer penalties: the estimator's penalties
+    # reach the structure the loss checks
+    with pytest.raises(IntractableError, match="integer"):
+        SegmentTagger(loss="hinge-slack", recall_penalty=0.5, max_iter=2).fit(X, y)
+    fit(SegmentTagger(loss="hinge-slack", recall_penalty=2, max_iter=2), X, y)
+    for kw, msg in [({"precision_penalty": {"Z": 1.0}}, "not one of the training labels"),
+                    ({"recall_penalty": -1.0}, "non-negative"),
+                    ({"mismatch_penalty": {("A", "A"): 1.0}}, "two different"),
+                    ({"mismatch_penalty": True}, "finite non-negative number")]:
+        with pytest.raises(ValueError, match=msg):
+            SegmentTagger(max_iter=2, **kw).fit(X, y)

@@ -1,63 +1,21 @@
 """Segmentation (semi-Markov) tagging: labelled spans from token features."""
 
 import time
-from collections.abc import Mapping
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_solution, describe
+from .._validation import check_solution
 from ..feature_extraction import TokenVectorizer
 from ..feature_maps import RaggedBatch, SegmentFeatureMap, checked_tokens
 from ..kernels.linear import narrow_ints, observed_support
 from ..losses import get_loss
-from ..metrics import _CHUNK_PREFIXES, _extract_chunks
 from ..solvers import RaggedProblem, n_workers, thread_map
 from ..structures.segments import Segments
 from ._base import StructuredLinearModel
+from ._spans import (SCHEMES, _is_span_list, _segments_to_tags, segment_penalties,
+                     targets_to_segments)
 from .sequence import TokenSequenceTags, _drop_empty, _sorted_labels
-
-SCHEMES = ("auto", "bio", "iob1", "iobes", "spans")
-
-
-def _is_span_list(seq):
-    return len(seq) > 0 and all(isinstance(s, (tuple, list)) and len(s) == 3 for s in seq)
-
-
-def _tags_to_segments(tags, i):
-    """``[(start, end, label, is_chunk)]`` (end exclusive) covering every
-    token of tag sequence ``y[i]``: its chunks, decoded by the conlleval
-    rules that :func:`structlearn.metrics.chunk_f1` scores with (IOB1,
-    IOB2 and IOBES alike), and an 'O' segment of one token for every token
-    outside them."""
-    segs, t = [], 0
-    for s, e, label in _extract_chunks(tags, "y", i, _CHUNK_PREFIXES["auto"], "auto"):
-        segs += [(u, u + 1, "O", False) for u in range(t, s)]
-        segs.append((s, e + 1, label, True))
-        t = e + 1
-    return segs + [(u, u + 1, "O", False) for u in range(t, len(tags))]
-
-
-def _segments_to_tags(segs, scheme):
-    out = []
-    prev_label = None
-    for s, e, label, chunk in segs:
-        if not chunk:
-            out.append(label)
-            prev_label = None
-            continue
-        n = e - s
-        if scheme == "iob1":
-            first = "B" if prev_label == label else "I"
-            out += [f"{first}-{label}"] + [f"I-{label}"] * (n - 1)
-        elif scheme == "iobes":
-            out += [f"S-{label}"] if n == 1 else \
-                [f"B-{label}"] + [f"I-{label}"] * (n - 2) + [f"E-{label}"]
-        else:
-            out += [f"B-{label}"] + [f"I-{label}"] * (n - 1)
-        prev_label = label
-    return out
-
 
 class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
     """Labelled segmentation by a semi-Markov model, with any structured loss.
@@ -101,6 +59,17 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         'E-' or 'S-', else 'bio'.  (Reading tags does not depend on it.)
     outside : str, default='O'
         The label of the tokens outside every span (span input only).
+    precision_penalty, recall_penalty : float or dict, default=1.0
+        Sarawagi & Gupta's segment cost (2008, Sec. 4.3.2), which the
+        max-margin losses scale margins with: a predicted segment whose span
+        is not a gold one costs its label's precision penalty plus the
+        recall penalty of every gold segment starting inside it.  A float
+        for every label, or ``{label: penalty}`` (unlisted labels: 1).
+    mismatch_penalty : float or dict, default=1.0
+        The cost of a gold span predicted with another label: a float for
+        every pair, or ``{(gold_label, predicted_label): penalty}``
+        (unlisted pairs: 1).  Exact slack scaling ('hinge-slack') needs
+        integer penalties.
     min_freq, n_features
         As in :class:`SequenceTagger`.
 
@@ -118,6 +87,7 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
 
     def __init__(self, loss="crf", alpha=1e-4, fit_intercept=True, solver="auto",
                  max_iter=None, tol=None, max_length=None, scheme="auto", outside="O",
+                 precision_penalty=1.0, recall_penalty=1.0, mismatch_penalty=1.0,
                  min_freq=1, n_features=None, random_state=None, n_jobs=None, verbose=0):
         super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept, solver=solver,
                          max_iter=max_iter, tol=tol, decoding="map",
@@ -126,6 +96,9 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         self.max_length = max_length
         self.scheme = scheme
         self.outside = outside
+        self.precision_penalty = precision_penalty
+        self.recall_penalty = recall_penalty
+        self.mismatch_penalty = mismatch_penalty
         self.min_freq = min_freq
         self.n_features = n_features
 
@@ -143,35 +116,7 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
 
     def _segments(self, y, lengths, scheme):
         """Per sequence, ``[(start, end, label, is_chunk)]`` covering it."""
-        out = []
-        for i, (seq, L) in enumerate(zip(y, lengths)):
-            if isinstance(seq, (str, bytes, Mapping)) or not hasattr(seq, "__len__"):
-                raise ValueError(f"y[{i}] must be a tag sequence or a span list, got "
-                                 f"{describe(seq)}.")
-            if scheme != "spans":
-                if len(seq) != L:
-                    raise ValueError(f"sequence {i} has {L} tokens in X but {len(seq)} tags "
-                                     f"in y.")
-                out.append(_tags_to_segments(list(seq), i))
-                continue
-            segs, t = [], 0
-            for j, span in enumerate(sorted(seq, key=lambda s: s[0])):
-                if not (isinstance(span, (tuple, list)) and len(span) == 3):
-                    raise ValueError(f"y[{i}][{j}] = {span!r} is not a (start, end, label) "
-                                     f"span.")
-                s, e, label = int(span[0]), int(span[1]), span[2]
-                if not (t <= s < e <= L):
-                    raise ValueError(f"y[{i}]: span {tuple(span)!r} overlaps another or "
-                                     f"lies outside the sequence's {L} tokens.")
-                if label == self.outside:
-                    raise ValueError(f"y[{i}]: span {tuple(span)!r} has the outside label "
-                                     f"{self.outside!r}.")
-                segs += [(u, u + 1, self.outside, False) for u in range(t, s)]
-                segs.append((s, e, label, True))
-                t = e
-            segs += [(u, u + 1, self.outside, False) for u in range(t, L)]
-            out.append(segs)
-        return out
+        return targets_to_segments(y, lengths, scheme, self.outside)
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
@@ -200,7 +145,9 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
             raise ValueError(f"max_length must be a positive integer or None, got {M!r}.")
         codes = self._codes(segs, index, M)
         K = len(classes)
-        loss.check(Segments(K, [0, 1], M))
+        cost = segment_penalties(self.precision_penalty, self.recall_penalty,
+                                 self.mismatch_penalty, classes)
+        loss.check(Segments(K, [0, 1], M, **cost))
         keep, kept_off = _drop_empty(enc.tok_off)
         labels = codes // 2
         sup_ptr, sup_label = observed_support(enc.indptr, enc.indices, labels, enc.n_cols, K)
@@ -211,7 +158,7 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
 
         def problem_with(lossobj):
             return RaggedProblem(fmap, codes, lossobj,
-                                 lambda off, warm: Segments(K, off, M, warm_cache=warm),
+                                 lambda off, warm: Segments(K, off, M, warm_cache=warm, **cost),
                                  self.n_jobs)
 
         problem = problem_with(loss)
