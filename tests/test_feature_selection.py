@@ -7,12 +7,15 @@ from sklearn.pipeline import make_pipeline
 
 from structlearn import (DependencyParser, LabelRanker, MultiLabelClassifier,
                          OrdinalRegressor, SequenceTagger)
-from structlearn.feature_selection import (GroupLassoSelector, SelectedSentences,
-                                           _AtomWeights, _Layer, _layers_of_order,
-                                           group_soft_threshold, online_prox_grad,
-                                           soft_threshold)
-from structlearn.losses import Perceptron
-from structlearn.solvers import LinearProblem
+from structlearn.feature_selection import (ArrayRestrictor, DictRestrictor,
+                                           GroupLassoSelector, SelectedSentences,
+                                           SelectionProblem, SequenceArrayRestrictor,
+                                           TemplateRestrictor)
+from structlearn.feature_selection._selector import _layers_of_order
+from structlearn.losses import Perceptron, get_loss
+from structlearn.solvers import (LinearProblem, group_soft_threshold, online_prox_grad,
+                                 soft_threshold)
+from structlearn.solvers._sparseptron import _AtomWeights, _Layer
 from structlearn.structures import UnitCube
 
 from test_estimators import multilabel_data, ordinal_data, ranking_data
@@ -137,8 +140,7 @@ def test_scaled_lazy_weights_equal_eager_updates():
     groups = np.concatenate([np.tile(np.arange(d_in), q), np.full(pb.n_params - q * d_in, -1)])
     M = d_in
     d = np.maximum(1.0, np.log2(np.bincount(groups[groups >= 0])))
-    w = _AtomWeights(groups, M)
-    lazy, history = online_prox_grad(pb, w, [_Layer(np.arange(M), d, 3)], n_epochs=3, K=7,
+    lazy, history = online_prox_grad(pb, groups, [(np.arange(M), d, 3)], n_epochs=3, K=7,
                                      eta0=0.5, random_state=4)
     eager = _eager_reference(pb, groups, d, 3, 3, 7, 0.5, 4)
     np.testing.assert_allclose(lazy, eager, atol=1e-10)
@@ -348,3 +350,97 @@ def test_pickle_clone_and_grid_search_over_the_budget():
     grid = GridSearchCV(pipe, {"grouplassoselector__budget": [1, 3]}, cv=2).fit(X, y)
     assert grid.best_params_["grouplassoselector__budget"] in (1, 3)
     assert grid.score(X, y) > 0.9
+
+
+# ------------------------------------------------------- the public hook
+@pytest.mark.parametrize("make, data, restrictor", [
+    (LabelRanker, ranking_data, ArrayRestrictor),
+    (OrdinalRegressor, ordinal_data, ArrayRestrictor),
+    (MultiLabelClassifier, multilabel_data, ArrayRestrictor),
+    (SequenceTagger, _tagging_data, DictRestrictor),
+    (DependencyParser, lambda: parse_data(20), TemplateRestrictor),
+])
+def test_selection_problem_is_the_estimators_public_hook(make, data, restrictor):
+    X, y = data()
+    sp = make().selection_problem(X, y)
+    assert isinstance(sp, SelectionProblem) and type(sp.restrictor) is restrictor
+    assert sp.param_column.shape == (sp.problem.n_params,)
+    assert sp.param_column.max() < sp.n_columns
+    assert sp.column_template.shape == (sp.n_columns,)
+    assert sp.column_template.max() < len(sp.template_names)
+    assert (sp.column_names is None) == (make is DependencyParser)
+    if sp.column_names is not None:
+        assert len(sp.column_names()) == sp.n_columns
+    # the default loss is the estimator's; a given one is used
+    assert type(sp.problem.loss) is type(get_loss(make().loss))
+    sp2 = make().selection_problem(X, y, loss="perceptron")
+    assert isinstance(sp2.problem.loss, Perceptron)
+    assert not hasattr(make(), "_selection_setup")
+
+
+def test_sequence_array_input_hook_restrictor():
+    rng = np.random.RandomState(0)
+    X = [rng.randn(3, 4) for _ in range(5)]
+    y = [[0, 1, 0]] * 5
+    sp = SequenceTagger().selection_problem(X, y)
+    assert type(sp.restrictor) is SequenceArrayRestrictor and sp.n_columns == 4
+
+
+def test_any_estimator_with_the_hook_can_be_selected_for():
+    """The selector reads only ``selection_problem``: a foreign estimator
+    delegating to it gives the same selection."""
+    from sklearn.base import BaseEstimator
+
+    class Wrapped(BaseEstimator):
+        def __init__(self, loss="hinge"):
+            self.loss = loss
+
+        def selection_problem(self, X, y, loss=None):
+            return OrdinalRegressor(loss=self.loss).selection_problem(X, y, loss)
+
+    X, y = ordinal_data(n=60, d=5)
+    a = GroupLassoSelector(OrdinalRegressor(), budget=2, K=10, random_state=0).fit(X, y)
+    b = GroupLassoSelector(Wrapped(), budget=2, K=10, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.selected_groups_ == b.selected_groups_
+
+
+def test_selection_problem_checks_its_arrays():
+    pb = _multilabel_problem()
+    with pytest.raises(ValueError, match="param_column"):
+        SelectionProblem(pb, np.zeros(3, dtype=int), 6, np.arange(6), list("abcdef"),
+                         ArrayRestrictor(6))
+    with pytest.raises(ValueError, match="column_template"):
+        SelectionProblem(pb, np.full(pb.n_params, -1), 6, np.arange(6), list("abc"),
+                         ArrayRestrictor(6))
+
+
+def test_former_private_names_still_import():
+    """Pickled selectors name the restrictors by their former private names."""
+    import structlearn.feature_selection as fs
+
+    assert fs._DictRestrictor is DictRestrictor and fs._ArrayRestrictor is ArrayRestrictor
+    assert fs._TemplateRestrictor is TemplateRestrictor
+    assert fs._SequenceArrayRestrictor is SequenceArrayRestrictor
+    assert fs.soft_threshold is soft_threshold
+    assert fs.group_soft_threshold is group_soft_threshold
+
+
+@pytest.mark.parametrize("atom_of, layers, match", [
+    (np.zeros(3, dtype=int), [(np.arange(1), np.ones(1), 1)], "one atom per parameter"),
+    (None, [(np.arange(6), np.ones(6))], "triple"),
+    (None, [(np.arange(6), np.ones(6), 0)], "budget"),
+    (None, [(np.arange(6), np.ones(6), 2.5)], "budget"),
+    (None, [(np.arange(6), np.ones(5), 2)], "group_weights has 5"),
+    (None, [(np.arange(6), -np.ones(6), 2)], "positive"),
+    (None, [(np.arange(6), np.ones(6), 2), (np.arange(5), np.ones(5), 2)], "same atoms"),
+    (None, [(np.arange(4), np.ones(4), 2)], "atom_of names atom 5"),
+])
+def test_online_prox_grad_checks_the_group_structure(atom_of, layers, match):
+    pb = _multilabel_problem()
+    if atom_of is None:
+        q, d_in = pb.shape_W
+        atom_of = np.concatenate([np.tile(np.arange(d_in), q),
+                                  np.full(pb.n_params - q * d_in, -1)])
+    with pytest.raises(ValueError, match=match):
+        online_prox_grad(pb, atom_of, layers, n_epochs=1, K=5)

@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_matrix, check_solution
+from ..feature_selection import ArrayRestrictor, SelectionProblem
 from ..losses import Perceptron, get_loss
 from ..solvers import LinearProblem, bcfw, blas_threads, cutting_plane, lbfgs, sgd
 from ..solvers._problem import _scores
@@ -204,12 +205,33 @@ class StructuredLinearModel(BaseEstimator):
         self._record_fit(loss, solver, n_iter, obj, t_start)
         return self
 
-    def _selection_setup(self, X, y, loss):
-        """The training problem of ``loss`` on (X, y) for feature selection
-        (:class:`structlearn.feature_selection.GroupLassoSelector`): every
-        input column is its own template; a weight belongs to its column."""
-        from ..feature_selection import SelectionSetup, _ArrayRestrictor
+    def selection_problem(self, X, y, loss=None):
+        """The training problem on (X, y) with the input column of every
+        weight: the hook of feature selection.
 
+        :class:`~structlearn.feature_selection.GroupLassoSelector` calls it
+        on a clone of its estimator and reads nothing else of it.  For
+        array input every column is its own template, the weights of a
+        column (one per part, or per tied part) belong to it, and the
+        intercepts to none.  Like :meth:`fit`, it validates the input and
+        records what ``fit`` records of it (``n_features_in_``,
+        ``feature_names_in_``); it trains nothing.
+
+        Parameters
+        ----------
+        X, y
+            Training data, as for :meth:`fit`.
+        loss : str, Loss or None, default=None
+            The loss of the problem (:func:`structlearn.losses.get_loss`);
+            None: the estimator's ``loss``.
+
+        Returns
+        -------
+        SelectionProblem
+            The :class:`~structlearn.feature_selection.SelectionProblem`
+            (its ``restrictor`` keeps the selected columns of an array).
+        """
+        loss = get_loss(self.loss if loss is None else loss)
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
                              f"target y is None.")
@@ -225,8 +247,8 @@ class StructuredLinearModel(BaseEstimator):
                                        np.full(problem.n_params - q * d, -1)])
         names = [str(n) for n in getattr(self, "feature_names_in_",
                                          [f"x{j}" for j in range(d)])]
-        return SelectionSetup(problem, param_column, d, np.arange(d), names,
-                              _ArrayRestrictor(d), column_names=lambda: list(names))
+        return SelectionProblem(problem, param_column, d, np.arange(d), names,
+                                ArrayRestrictor(d), column_names=lambda: list(names))
 
     def _initial_point(self, problem, loss, structure_cls, previous, with_loss, solver):
         """Starting weights of a solver run (``solver='bcfw'`` starts from

@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import as_array, check_int, check_solution, describe
 from ..feature_extraction import ArcVectorizer, check_sentences
 from ..feature_maps import ArcFeatureMap
+from ..feature_selection import SelectionProblem, TemplateRestrictor
 from ..kernels.arcs import arc_scores
 from ..kernels.tree import projective_trees
 from ..kernels.tree_validation import validate_heads
@@ -217,20 +218,42 @@ class DependencyParser(StructuredLinearModel):
         n_threads = n_workers(self.n_jobs, len(word_off) - 1)
         return heads, word_off, vec, ArcFeatureMap(vec, A, word_off, n_threads)
 
-    def _selection_setup(self, X, y, loss):
-        """The training problem of ``loss`` on (X, y) for feature selection
-        (:class:`structlearn.feature_selection.GroupLassoSelector`)."""
-        from ..feature_selection import SelectionSetup, _TemplateRestrictor
+    def selection_problem(self, X, y, loss=None):
+        """The training problem on (X, y) with the arc feature of every
+        weight: the hook of feature selection.
 
+        :class:`~structlearn.feature_selection.GroupLassoSelector` calls it
+        on a clone of its estimator and reads nothing else of it.  Every
+        weight is an arc feature (a column) of the vectorizer fitted on the
+        sentences, grouped by its arc template.  The features are computed
+        from the sentences, so only whole templates can be dropped: the
+        ``restrictor`` returns the sentences as
+        :class:`~structlearn.feature_selection.SelectedSentences` carrying
+        the kept templates, and there are no label-based groups
+        (``column_names`` is None).  It trains nothing.
+
+        Parameters
+        ----------
+        X, y
+            Training sentences and head sequences, as for :meth:`fit`.
+        loss : str, Loss or None, default=None
+            The loss of the problem (:func:`structlearn.losses.get_loss`);
+            None: the estimator's ``loss``.
+
+        Returns
+        -------
+        SelectionProblem
+            The :class:`~structlearn.feature_selection.SelectionProblem`.
+        """
+        loss = get_loss(self.loss if loss is None else loss)
         heads, word_off, vec, cache = self._prepare(X, y, loss, warm=False)
         problem = parser_problem(cache, heads, loss, self.single_root, self.projective,
                                  self.n_jobs)
         n = vec.n_features_
-        return SelectionSetup(problem, param_column=np.arange(n), n_columns=n,
-                              column_template=vec.templates_.astype(np.int64),
-                              template_names=list(vec.template_names_),
-                              restrictor=_TemplateRestrictor(list(vec.template_names_)),
-                              label_groups=False)
+        return SelectionProblem(problem, param_column=np.arange(n), n_columns=n,
+                                column_template=vec.templates_.astype(np.int64),
+                                template_names=list(vec.template_names_),
+                                restrictor=TemplateRestrictor(list(vec.template_names_)))
 
     # -------------------------------------------------------------- predict
     def _chunks(self, X):

@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import check_solution, describe
 from ..feature_extraction import TokenVectorizer
 from ..feature_maps import RaggedBatch, TokenFeatureMap, Tokens, checked_tokens
+from ..feature_selection import DictRestrictor, SelectionProblem, SequenceArrayRestrictor
 from ..kernels.linear import narrow_ints, observed_support
 from ..losses import get_loss
 from ..solvers import RaggedProblem, n_workers, thread_map
@@ -301,24 +302,46 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
         del enc  # the kernels read the supports, not the column indices
         return vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d
 
-    def _selection_setup(self, X, y, loss):
-        """The training problem of ``loss`` on (X, y) for feature selection
-        (:class:`structlearn.feature_selection.GroupLassoSelector`): the
-        weights of a feature's (feature, tag) pairs belong to its column."""
-        from ..feature_selection import (SelectionSetup, _DictRestrictor,
-                                         _SequenceArrayRestrictor)
+    def selection_problem(self, X, y, loss=None):
+        """The training problem on (X, y) with the input column of every
+        weight: the hook of feature selection.
 
+        :class:`~structlearn.feature_selection.GroupLassoSelector` calls it
+        on a clone of its estimator and reads nothing else of it.  The
+        columns are the features of the vectorizer fitted on X, with their
+        templates (the top-level dict keys; for arrays, every column is its
+        own template); the weights of a feature's (feature, tag) pairs
+        belong to its column, the transitions and start / end / bias
+        weights to none.  It trains nothing.
+
+        Parameters
+        ----------
+        X, y
+            Training data, as for :meth:`fit`.
+        loss : str, Loss or None, default=None
+            The loss of the problem (:func:`structlearn.losses.get_loss`);
+            None: the estimator's ``loss``.
+
+        Returns
+        -------
+        SelectionProblem
+            The :class:`~structlearn.feature_selection.SelectionProblem`
+            (its ``restrictor`` drops the unselected keys or items of the
+            token dicts, or the unselected columns of every sequence's
+            array).
+        """
+        loss = get_loss(self.loss if loss is None else loss)
         vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d = \
             self._prepare(X, y, loss, warm=False)
         problem = chain_problem(tokens, kept_off, y_int, len(classes), sup_ptr, sup_label,
                                loss, self.fit_intercept, self.n_jobs, self.transitions)
         param_column = np.concatenate([np.repeat(np.arange(d), np.diff(sup_ptr)),
                                        np.full(problem.n_params - problem.fmap.n_support, -1)])
-        restrictor = _DictRestrictor(vec) if vec.input_type_ == "dict" else \
-            _SequenceArrayRestrictor(d)
-        return SelectionSetup(problem, param_column, d, vec.templates_,
-                              vec.template_names_, restrictor,
-                              column_names=lambda: list(vec.feature_names_out_))
+        restrictor = DictRestrictor(vec) if vec.input_type_ == "dict" else \
+            SequenceArrayRestrictor(d)
+        return SelectionProblem(problem, param_column, d, vec.templates_,
+                                vec.template_names_, restrictor,
+                                column_names=lambda: list(vec.feature_names_out_))
 
     def _make_support(self, indptr, indices, d, y_int, K):
         if self.feature_support == "all":

@@ -18,11 +18,19 @@ problems over flat ragged data).
   duality gap on its true objective.
 * :func:`bcfw`: block-coordinate Frank-Wolfe on the dual of the max-margin
   and SparseMAP losses, to a certified duality gap.
+* :func:`online_prox_grad`: the online proximal-gradient algorithm of
+  Martins et al. (2011) with budget-driven group-lasso shrinkage (the
+  *sparseptron* with the perceptron loss): a different objective, ``sum_i
+  loss_i(z)`` plus group penalties given as arrays, whose sparsity pattern
+  is the output (:class:`~structlearn.feature_selection.GroupLassoSelector`);
+  with its proximity operators :func:`soft_threshold` and
+  :func:`group_soft_threshold`.
 
 One module per solver (``_lbfgs``, ``_sgd``, ``_cutting_plane``,
-``_bcfw``), the fixed-size problem in ``_problem``, the thread pools in
-``_threads``; their Numba kernels are in :mod:`structlearn.kernels.optim`
-and :mod:`structlearn.kernels.dual`.
+``_bcfw``, ``_sparseptron``), the fixed-size problem in ``_problem``, the
+thread pools in ``_threads``; their Numba kernels are in
+:mod:`structlearn.kernels.optim`, :mod:`structlearn.kernels.dual` and
+:mod:`structlearn.kernels.selection`.
 """
 
 from ._bcfw import DualState, bcfw
@@ -32,9 +40,10 @@ from ._problem import LinearProblem, loss_value_and_grad, objective
 from ._protocol import DualProblem, Problem, SparseProblem
 from ._ragged import RaggedProblem
 from ._sgd import sgd
+from ._sparseptron import group_soft_threshold, online_prox_grad, soft_threshold
 from ._threads import blas_threads, n_workers, split_concat, thread_map
 
 __all__ = ["DualProblem", "DualState", "LinearProblem", "Problem", "RaggedProblem",
-           "SparseProblem", "bcfw", "blas_threads", "cutting_plane", "lbfgs",
-           "loss_value_and_grad", "n_workers", "objective", "sgd", "split_concat",
-           "thread_map"]
+           "SparseProblem", "bcfw", "blas_threads", "cutting_plane", "group_soft_threshold",
+           "lbfgs", "loss_value_and_grad", "n_workers", "objective", "online_prox_grad",
+           "sgd", "soft_threshold", "split_concat", "thread_map"]

@@ -4,9 +4,8 @@ Every solver reads :class:`Problem`; the optional parts are protocols of
 their own, each named for the solver that uses it:
 
 * :class:`SparseProblem` -- sparse stochastic steps (:func:`sgd`, the
-  averaged perceptron, the sparseptron of
-  ``structlearn.feature_selection``): without it they read the dense
-  gradient of a mini-batch;
+  averaged perceptron, the sparseptron :func:`online_prox_grad`): without
+  it they read the dense gradient of a mini-batch;
 * :class:`DualProblem` -- the dual solver :func:`bcfw`, which also uses
   ``part_columns(rep, parts)`` where a problem has it (else
   ``block_entries`` of unit score vectors) and, for a loss with

@@ -1,0 +1,330 @@
+"""The group-lasso feature selector (see the package docstring)."""
+
+import numbers
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import check_int
+from ..losses import get_loss
+from ..solvers import online_prox_grad
+from ._problem import ArrayRestrictor, TemplateRestrictor
+
+__all__ = ["GroupLassoSelector"]
+
+PENALTIES = ("group-lasso", "l1", "sparse-group-lasso", "coarse-to-fine")
+GROUPINGS = ("template", "label")
+
+
+def _layers_of_order(names, order):
+    """Coarse-to-fine groups: for every group ``a``, the set of groups
+    ``b`` with ``a <= b`` (itself and every finer group), and a split of
+    these overlapping groups into sets of non-overlapping ones."""
+    index = {n: i for i, n in enumerate(names)}
+    M = len(names)
+    finer = [set() for _ in range(M)]
+    if isinstance(order, (str, bytes)) or not hasattr(order, "__iter__"):
+        raise ValueError(f"order must be a list of (coarse, fine) group-name pairs, got "
+                         f"{order!r}.")
+    for pair in order:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"order must hold (coarse, fine) pairs, got {pair!r}.")
+        a, b = pair
+        for x in (a, b):
+            if x not in index:
+                raise ValueError(f"unknown group {x!r} in order; the groups are "
+                                 f"{names[:5]!r}{' ...' if len(names) > 5 else ''}.")
+        if a == b:
+            raise ValueError(f"order pair {pair!r} relates a group to itself.")
+        finer[index[a]].add(index[b])
+    # transitive closure with a cycle check (depth-first, memoised)
+    closure = [None] * M
+    state = [0] * M          # 0 new, 1 on the stack, 2 done
+
+    def close(a):
+        if state[a] == 2:
+            return closure[a]
+        if state[a] == 1:
+            raise ValueError(f"order has a cycle through group {names[a]!r}.")
+        state[a] = 1
+        out = {a}
+        for b in finer[a]:
+            out |= close(b)
+        state[a] = 2
+        closure[a] = out
+        return out
+
+    for a in range(M):
+        close(a)
+    # greedy split into non-overlapping sets, coarsest (largest) groups first
+    layers = []
+    for a in sorted(range(M), key=lambda g: (-len(closure[g]), g)):
+        for members in layers:
+            if all(not (closure[a] & closure[b]) for b in members):
+                members.append(a)
+                break
+        else:
+            layers.append([a])
+    return closure, layers
+
+
+class GroupLassoSelector(TransformerMixin, BaseEstimator):
+    """Group-lasso feature selection by the online proximal-gradient
+    algorithm (the sparseptron with the default perceptron loss).
+
+    See the :mod:`structlearn.feature_selection` docstring for the groups
+    and the penalties, and :func:`structlearn.solvers.online_prox_grad` for
+    the algorithm and the choices made where the paper is silent.
+
+    Parameters
+    ----------
+    estimator : a structlearn estimator
+        Defines the input, the features and their templates, the output
+        structure and (unless ``loss`` is given) the loss.  It is cloned;
+        only its training problem is used, through its public hook
+        ``selection_problem(X, y, loss)`` (a :class:`SelectionProblem`;
+        any estimator with that method can be given).
+    budget : int, default=30
+        Groups kept by the budget-driven proximal steps (``penalty='l1'``:
+        non-zero weights; ``'coarse-to-fine'``: the pseudo-budget).
+    penalty : {'group-lasso', 'l1', 'sparse-group-lasso', 'coarse-to-fine'}
+    groups : {'template', 'label'} or array-like, default='template'
+        'template': the estimator's templates; 'label': one group per
+        feature (all its label-conjoined weights); an array (array input
+        only): the group name of every input column.
+    feature_budget : int or None
+        ``penalty='sparse-group-lasso'``: non-zero weights kept by the L1
+        part (required there, ignored otherwise).
+    order : list of (str, str) or None
+        ``penalty='coarse-to-fine'``: pairs ``(coarse, fine)`` of group names.
+    group_weights : 'log2', 'uniform' or array-like, default='log2'
+        ``d_m``: ``max(1, log2 |G_m|)``, 1, or one value per group (in the
+        order of ``group_names_``).
+    loss : str, Loss or None, default='perceptron'
+        The loss of the gradient steps; None: the estimator's.
+    n_epochs : int, default=5
+    K : int, default=1000
+        Examples between proximal steps.
+    eta0 : float, default=1.0
+    random_state : int, RandomState or None
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    group_names_ : list of str
+    selected_groups_ : list of str
+        Names of the groups with a non-zero weight.
+    group_norms_ : ndarray (n_groups,)
+        ``||theta_m||_2`` of every group at the end.
+    support_ : ndarray of bool (n_columns,)
+        Columns (features) kept by :meth:`transform`: those of the selected
+        groups; with ``'l1'`` and ``'sparse-group-lasso'``, those with a
+        non-zero weight.
+    n_features_selected_ : int
+    n_weights_selected_ : int
+        Non-zero weights of the selection model.
+    coef_ : ndarray (n_params,)
+        The selection model's weights (in the estimator's parameter layout).
+    history_ : list of (t, n_nonzero_weights, thresholds)
+        After each proximal step: examples seen, non-zero weights, and the
+        threshold ``eta_t sigma_jt`` of each set of groups.
+    """
+
+    def __init__(self, estimator, budget=30, penalty="group-lasso", groups="template",
+                 feature_budget=None, order=None, group_weights="log2", loss="perceptron",
+                 n_epochs=5, K=1000, eta0=1.0, random_state=None, verbose=0):
+        self.estimator = estimator
+        self.budget = budget
+        self.penalty = penalty
+        self.groups = groups
+        self.feature_budget = feature_budget
+        self.order = order
+        self.group_weights = group_weights
+        self.loss = loss
+        self.n_epochs = n_epochs
+        self.K = K
+        self.eta0 = eta0
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ---------------------------------------------------------- validation
+    def _check_params(self):
+        if not callable(getattr(self.estimator, "selection_problem", None)):
+            raise ValueError(f"estimator must be a structlearn estimator (LabelRanker, "
+                             f"OrdinalRegressor, MultiLabelClassifier, SequenceTagger or "
+                             f"DependencyParser) or have a selection_problem(X, y, loss) "
+                             f"method, got {type(self.estimator).__name__}.")
+        if self.penalty not in PENALTIES:
+            raise ValueError(f"penalty must be one of {PENALTIES}, got {self.penalty!r}.")
+        check_int("budget", self.budget)
+        check_int("K", self.K)
+        check_int("n_epochs", self.n_epochs)
+        if self.penalty == "sparse-group-lasso":
+            if self.feature_budget is None:
+                raise ValueError("penalty='sparse-group-lasso' needs feature_budget (the "
+                                 "number of non-zero weights its L1 part keeps).")
+            check_int("feature_budget", self.feature_budget)
+        if self.penalty == "coarse-to-fine" and self.order is None:
+            raise ValueError("penalty='coarse-to-fine' needs order: (coarse, fine) pairs "
+                             "of group names.")
+        if not isinstance(self.eta0, numbers.Real) or isinstance(self.eta0, bool) or \
+                not (np.isfinite(self.eta0) and self.eta0 > 0):
+            raise ValueError(f"eta0 must be a positive number, got {self.eta0!r}.")
+        if isinstance(self.groups, str) and self.groups not in GROUPINGS:
+            raise ValueError(f"groups must be one of {GROUPINGS} or an array of group "
+                             f"names per column, got {self.groups!r}.")
+        loss = get_loss(self.estimator.loss if self.loss is None else self.loss)
+        return loss
+
+    def _column_groups(self, setup):
+        """Group id of every column, group names, and whether transform
+        works by templates."""
+        groups = self.groups
+        if isinstance(groups, str) and groups == "template":
+            names = list(setup.template_names)
+            return setup.column_template, names, True
+        if isinstance(groups, str):      # 'label': one group per column
+            if setup.column_names is None:
+                raise ValueError("groups='label' is not available for this estimator: "
+                                 "its features have no labels to group over; use "
+                                 "groups='template'.")
+            return np.arange(setup.n_columns), list(setup.column_names()), False
+        arr = np.asarray(groups, dtype=object)
+        if not isinstance(setup.restrictor, ArrayRestrictor):
+            raise ValueError("an array of groups needs array input (one group per "
+                             "column); for feature dicts use groups='template' or "
+                             "'label'.")
+        if arr.ndim != 1 or len(arr) != setup.n_columns:
+            raise ValueError(f"groups must give one group per input column: expected "
+                             f"{setup.n_columns} entries, got shape {arr.shape}.")
+        missing = [j for j, g in enumerate(arr)
+                   if g is None or (isinstance(g, float) and not np.isfinite(g))]
+        if missing:
+            raise ValueError(f"groups do not cover the features: columns {missing[:5]} have "
+                             f"no group (None / NaN).")
+        names, col_group = np.unique(arr.astype(str), return_inverse=True)
+        return col_group.astype(np.int64), [str(n) for n in names], False
+
+    def _group_weights(self, sizes):
+        gw = self.group_weights
+        if isinstance(gw, str):
+            if gw == "log2":
+                return np.maximum(1.0, np.log2(np.maximum(sizes, 1)))
+            if gw == "uniform":
+                return np.ones(len(sizes))
+            raise ValueError(f"group_weights must be 'log2', 'uniform' or an array, got "
+                             f"{gw!r}.")
+        w = np.asarray(gw, dtype=np.float64)
+        if w.shape != (len(sizes),) or not np.all(np.isfinite(w)) or np.any(w <= 0):
+            raise ValueError(f"group_weights must hold one positive finite weight per "
+                             f"group ({len(sizes)}), got shape {w.shape}.")
+        return w
+
+    # ----------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Select groups on (X, y).
+
+        Returns
+        -------
+        self
+        """
+        t_start = time.perf_counter()
+        loss = self._check_params()
+        est = clone(self.estimator)
+        setup = est.selection_problem(X, y, loss)
+        col_group, names, by_template = self._column_groups(setup)
+        if isinstance(setup.restrictor, TemplateRestrictor) and (
+                not by_template or self.penalty in ("l1", "sparse-group-lasso")):
+            raise ValueError("DependencyParser features are arc templates computed from "
+                             "the sentences: only template-level selection "
+                             "(groups='template', penalty='group-lasso' or "
+                             "'coarse-to-fine') can be applied to its input.")
+        M = len(names)
+        pc = setup.param_column
+        param_group = np.where(pc >= 0, col_group[np.maximum(pc, 0)], -1)
+        sizes = np.bincount(param_group[param_group >= 0], minlength=M)
+        d = self._group_weights(sizes)
+        penalized = np.flatnonzero(param_group >= 0)
+        # atoms: the finest sets of weights the groups are unions of
+        if self.penalty == "group-lasso":
+            atom_of = param_group
+            layers = [(np.arange(M), d, self.budget)]
+        elif self.penalty == "coarse-to-fine":
+            closure, sets = _layers_of_order(names, self.order)
+            atom_of = param_group
+            layers = []
+            for members in sets:
+                atom_group = np.full(M, -1, dtype=np.int64)
+                for k, a in enumerate(members):
+                    atom_group[sorted(closure[a])] = k
+                # d of the union group G_a: from its size (or the given d_a)
+                union_sizes = np.array([sizes[sorted(closure[a])].sum() for a in members])
+                dk = self._group_weights(union_sizes) if isinstance(self.group_weights, str) \
+                    else d[members]
+                bk = max(1, int(round(self.budget * len(members) / M)))
+                layers.append((atom_group, dk, bk))
+        else:   # single weights are the atoms
+            atom_of = np.full(len(pc), -1, dtype=np.int64)
+            atom_of[penalized] = np.arange(len(penalized))
+            singles = (np.arange(len(penalized)), np.ones(len(penalized)),
+                       self.budget if self.penalty == "l1" else self.feature_budget)
+            if self.penalty == "l1":
+                layers = [singles]
+            else:
+                layers = [(param_group[penalized], d, self.budget), singles]
+        if self.verbose:
+            print(f"[GroupLassoSelector] {setup.problem.n_samples} examples, "
+                  f"{setup.n_columns} features, {len(pc)} weights, {M} groups, "
+                  f"penalty={self.penalty}, loss={loss}")
+        theta, history = online_prox_grad(setup.problem, atom_of, layers, self.n_epochs,
+                                          self.K, float(self.eta0), self.random_state,
+                                          self.verbose)
+        nz = theta != 0
+        gnorm = np.sqrt(np.bincount(param_group[param_group >= 0],
+                                    weights=theta[param_group >= 0] ** 2, minlength=M))
+        if self.penalty in ("l1", "sparse-group-lasso"):
+            support = np.zeros(setup.n_columns, dtype=bool)
+            support[pc[nz & (pc >= 0)]] = True
+        else:
+            support = (gnorm > 0)[col_group]
+        selected = [names[m] for m in np.flatnonzero(gnorm > 0)]
+        kept_templates = sorted({setup.template_names[t]
+                                 for t in setup.column_template[support]})
+        # everything succeeded: only now touch the selector's state
+        self.group_names_ = names
+        self.group_norms_ = gnorm
+        self.selected_groups_ = selected
+        self.support_ = support
+        self.n_features_selected_ = int(support.sum())
+        self.n_weights_selected_ = int(nz.sum())
+        self.coef_ = theta
+        self.history_ = history
+        self.n_groups_ = M
+        self._by_template = by_template and self.penalty in ("group-lasso", "coarse-to-fine")
+        self._kept_templates = kept_templates
+        self._restrictor = setup.restrictor
+        if self.verbose:
+            print(f"[GroupLassoSelector] {len(selected)} of {M} groups, "
+                  f"{self.n_features_selected_} of {setup.n_columns} features, "
+                  f"{self.n_weights_selected_} non-zero weights "
+                  f"({time.perf_counter() - t_start:.1f}s)")
+        return self
+
+    def get_support(self, indices=False):
+        """Mask (or indices) of the kept columns of the estimator's features."""
+        check_is_fitted(self, "support_")
+        return np.flatnonzero(self.support_) if indices else self.support_.copy()
+
+    def transform(self, X):
+        """X without the features of unselected groups, in X's own form:
+        feature dicts lose the keys of unselected templates (or the items of
+        unselected features), arrays their columns; parser sentences come
+        back as :class:`SelectedSentences` carrying the selected templates."""
+        check_is_fitted(self, "support_")
+        return self._restrictor.transform(X, self.support_, self._kept_templates,
+                                          self._by_template)
+
+    def fit_transform(self, X, y=None, **fit_params):
+        return self.fit(X, y).transform(X)
