@@ -152,3 +152,21 @@ def test_segment_cost_penalties_reach_the_structure_and_are_checked():
                     ({"mismatch_penalty": True}, "finite non-negative number")]:
         with pytest.raises(ValueError, match=msg):
             SegmentTagger(max_iter=2, **kw).fit(X, y)
+
+
+@pytest.mark.parametrize("loss", ["crf", "hinge", "sparsemap"])
+def test_predict_marginals_cover_every_token_once(loss):
+    X, y = segment_data(40, seed=3)
+    est = fit(SegmentTagger(loss=loss, alpha=1e-2, max_iter=30, random_state=0), X, y)
+    Xt = X[:10] + [[]]
+    marg = est.predict_marginals(Xt)
+    assert [m.shape for m in marg] == [(len(x), len(est.classes_)) for x in Xt]
+    for m in marg:
+        np.testing.assert_allclose(m.sum(axis=1), 1.0, atol=1e-8)
+        assert np.all(m >= -1e-10)
+    if loss == "hinge":     # the MAP segmentation's indicators
+        for m, segs in zip(marg, est._decode(Xt)):
+            want = np.zeros_like(m)
+            for s, e, lab, _ in segs:
+                want[s:e, est.classes_.index(lab)] = 1.0
+            np.testing.assert_array_equal(m, want)

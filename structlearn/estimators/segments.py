@@ -194,15 +194,16 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         return np.asarray(codes, dtype=np.int64)
 
     # -------------------------------------------------------------- predict
-    def _decode(self, X):
-        """Per sequence the predicted ``[(start, end, label, is_chunk)]``."""
+    def _map_batches(self, X, fn):
+        """``fn(theta, structure)`` over the non-empty sequences of X, in
+        chunks on ``n_jobs`` threads; the concatenated flat results, the
+        kept sequences' indices and offsets, and every sequence's length."""
         check_is_fitted(self, "_z")
         enc = self.vectorizer_._transform(X, raw=True)
         lengths = np.diff(enc.tok_off)
         keep, kept_off = _drop_empty(enc.tok_off)
-        out = [[] for _ in lengths]
         if len(keep) == 0:
-            return out
+            return None, keep, kept_off, lengths
         K, M = len(self.classes_), self.max_length_
         fmap = SegmentFeatureMap(checked_tokens(enc, self._sup_ptr), kept_off, K, M,
                                  self._sup_ptr, self._sup_label,
@@ -213,10 +214,16 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         def run(ab):
             off = kept_off[ab[0]:ab[1] + 1] - kept_off[ab[0]]
             st = Segments(K, off, M)
-            batch = RaggedBatch(fmap.contiguous(*ab), off, None, st)
-            return st.argmax(fmap.scores(self._z, batch))
+            return fn(fmap.scores(self._z, RaggedBatch(fmap.contiguous(*ab), off, None, st)),
+                      st)
 
-        codes = np.concatenate(thread_map(run, fmap.chunk_ranges(n_threads), n_threads))
+        flat = np.concatenate(thread_map(run, fmap.chunk_ranges(n_threads), n_threads))
+        return flat, keep, kept_off, lengths
+
+    def _decode(self, X):
+        """Per sequence the predicted ``[(start, end, label, is_chunk)]``."""
+        codes, keep, kept_off, lengths = self._map_batches(X, lambda th, st: st.argmax(th))
+        out = [[] for _ in lengths]
         for j, i in enumerate(keep):
             c = codes[kept_off[j]:kept_off[j + 1]]
             segs, t = [], 0
@@ -228,6 +235,32 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
                 segs.append((t, e + 1, label, label in self._chunk_labels))
                 t = e + 1
             out[i] = segs
+        return out
+
+    def predict_marginals(self, X):
+        """Per-token label marginals: a list of (L, n_labels) arrays, the
+        expected covering of each token by a segment of each label under
+        the loss's prediction map (CRF marginals, SparseMAP, the MAP
+        segmentation's indicators for the max-margin losses; raw scores
+        for 'squared'), columns in the order of ``classes_``."""
+        K, M = len(self.classes_), self.max_length_
+
+        def covering(theta, st):
+            mu = self.loss_.mean(theta, st)
+            out = []
+            for i, L in enumerate(st.lengths):
+                seg = mu[st.part_off[i]:st.part_off[i] + L * M * K].reshape(L, M, K)
+                diff = np.zeros((L + 1, K))      # segment (e - l .. e) covers its tokens
+                for ln in range(min(M, L)):
+                    diff[:L - ln] += seg[ln:, ln]
+                    diff[ln + 1:] -= seg[ln:, ln]
+                out.append(np.cumsum(diff[:L], axis=0))
+            return np.concatenate(out)
+
+        flat, keep, kept_off, lengths = self._map_batches(X, covering)
+        out = [np.zeros((int(L), K)) for L in lengths]
+        for j, i in enumerate(keep):
+            out[i] = flat[kept_off[j]:kept_off[j + 1]]
         return out
 
     def predict_spans(self, X):
