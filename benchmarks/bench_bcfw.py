@@ -55,25 +55,22 @@ Usage::
     python benchmarks/bench_bcfw.py --task sides --epochs 100
 """
 
-import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
+    bcfw_trace, common_parser, conll2000_xy, data_path, machine_info, md_table, out_stem,
+    parse_args, write_text)
 
 import argparse  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, bcfw_trace, machine_info, md_table  # noqa: E402
-from _seq_common import SHARED, conll2000_xy  # noqa: E402
 
 from structlearn import LabelRanker, MultiLabelClassifier, OrdinalRegressor, \
     SequenceTagger  # noqa: E402
@@ -89,14 +86,14 @@ def fixed_tasks():
     yield "stock (Birkhoff)", LabelRanker(polytope="birkhoff"), X, Y
     X, y = load_wine_quality("red")
     yield "wine red (ordinal)", OrdinalRegressor(), X, y
-    folder = SHARED / "multilabel_yeast"
+    folder = data_path("multilabel_yeast")
     if (folder / "yeast.arff").exists():
         from structlearn.datasets import read_arff_multilabel
         X, Y = read_arff_multilabel(folder / "yeast.arff", folder / "yeast.xml")[:2]
         yield "yeast (multilabel)", MultiLabelClassifier(), X, Y
 
 
-def run_fixed():
+def run_fixed(stem):
     rows = []
     for name, est, X, y in fixed_tasks():
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
@@ -123,14 +120,14 @@ def run_fixed():
                 print(" | ".join(map(str, row)), flush=True)
     head = ["data", "loss", "solver", "train objective", "relative gap", "epochs",
             "fit (s)", "test score", "stopped on budget"]
-    out = RESULTS / "bcfw_fixed.md"
-    out.write_text("# BCFW vs SGD on the fixed-size estimators\n\n"
-                   "`python benchmarks/bench_bcfw.py --task fixed`\n\n"
-                   f"{machine_info()}\n\n" + md_table(head, rows) + "\n")
-    print(f"wrote {out}")
+    if stem:
+        out = write_text(stem, "# BCFW vs SGD on the fixed-size estimators\n\n"
+                         "`python benchmarks/bench_bcfw.py --task fixed`\n\n"
+                         f"{machine_info()}\n\n" + md_table(head, rows) + "\n")
+        print(f"wrote {out}")
 
 
-def run_conll(epochs, n_jobs):
+def run_conll(epochs, n_jobs, stem):
     X, y = conll2000_xy("train")
     Xt, yt = conll2000_xy("test")
     n = len(X)
@@ -175,8 +172,8 @@ def run_conll(epochs, n_jobs):
             f"{sgd.objective_:.5f} (intercept unpenalised), F1 {100 * f_sgd:.2f}\n\n"
             + md_table(["epoch", "time (s)", "time / CRF fit", "objective",
                         "relative gap"], rows) + "\n")
-    out = RESULTS / "bcfw_conll2000.md"
-    out.write_text(text)
+    if stem:
+        write_text(stem, text)
     print(text)
 
 
@@ -184,7 +181,7 @@ SPARSEMAP_RUNS = (("crf", "lbfgs"), ("sparsemap", "bcfw"), ("m-sparsemap", "bcfw
                   ("sparsemap", "lbfgs"))
 
 
-def run_sparsemap(n_jobs, repeat):
+def run_sparsemap(n_jobs, repeat, stem):
     X, y = conll2000_xy("train")
     Xt, yt = conll2000_xy("test")
     n = len(X)
@@ -215,7 +212,9 @@ def run_sparsemap(n_jobs, repeat):
             print(" | ".join(map(str, row)), flush=True)
     head = ["run", "loss", "solver", "fit (s)", "fit / CRF fit (same run)",
             "epochs / iterations", "objective", "relative gap", "test F1", "warned"]
-    out = RESULTS / "bcfw_sparsemap_conll2000.md"
+    if stem is None:
+        return
+    out = Path(f"{stem}.md")
     text = out.read_text() if out.exists() else (
         "# The SparseMAP losses on CoNLL-2000: BCFW vs L-BFGS, against the CRF\n\n"
         "BCFW penalises the intercept too (L-BFGS does not), so its objective is "
@@ -228,11 +227,10 @@ def run_sparsemap(n_jobs, repeat):
     text = (text.rstrip("\n") + "\n" + marker + "\n"
             f"`python benchmarks/bench_bcfw.py --task sparsemap --n-jobs {n_jobs} "
             f"--repeat {repeat}`\n\n{machine_info()}\n\n" + md_table(head, rows) + "\n")
-    out.write_text(text)
-    print(f"wrote {out}")
+    print(f"wrote {write_text(stem, text)}")
 
 
-def run_alpha(epochs, n_jobs):
+def run_alpha(epochs, n_jobs, stem):
     X, y = conll2000_xy("train")
     X, y = X[:2000], y[:2000]
     n = len(X)
@@ -263,11 +261,12 @@ def run_alpha(epochs, n_jobs):
             f"(n_jobs={n_jobs})\n\n{machine_info()}\n\n"
             + md_table(["alpha * n", "alpha", "gap 1e-1", "gap 1e-2", "gap 1e-3",
                         "final gap"], rows) + "\n")
-    (RESULTS / "bcfw_alpha.md").write_text(text)
+    if stem:
+        write_text(stem, text)
     print(text)
 
 
-def run_sides(epochs, n_jobs):
+def run_sides(epochs, n_jobs, stem):
     X, y = conll2000_xy("train")
     X, y = X[:2000], y[:2000]
     n = len(X)
@@ -302,7 +301,8 @@ def run_sides(epochs, n_jobs):
             f"Continuation (alpha * n = 20 to tol 1e-3, then 2 warm-started): {first} + "
             f"{est.n_iter_} = {first + est.n_iter_} epochs, gap {est.duality_gap_:.1e} "
             f"({trace2[-1][1]:.0f} s).\n")
-    (RESULTS / "bcfw_sides.md").write_text(text)
+    if stem:
+        write_text(stem, text)
     print(text)
 
 
@@ -327,19 +327,18 @@ def bundled_tasks():
         [s.tokens for s in train], [s.heads for s in train]
 
 
-def _write_bundled(rows, done):
+def _write_bundled(rows, done, stem):
     head = ["data", "loss", "alpha", "relative gap", "epochs", "fit (s)", "certified"]
     ok = sum(r[-1] == "yes" for r in rows)
-    out = RESULTS / "bcfw_bundled.md"
-    out.write_text("# solver='bcfw' on the bundled data: certified without a warning?\n\n"
-                   "`python benchmarks/bench_bcfw.py --task bundled` (n_jobs=1, tol 1e-3, "
-                   "200 epochs)" + ("" if done else " -- **interrupted**: the rows so far")
-                   + f"\n\n{machine_info()}\n\n{ok} of {len(rows)} fits certified.\n\n"
-                   + md_table(head, rows) + "\n")
-    return out
+    return write_text(
+        stem, "# solver='bcfw' on the bundled data: certified without a warning?\n\n"
+        "`python benchmarks/bench_bcfw.py --task bundled` (n_jobs=1, tol 1e-3, "
+        "200 epochs)" + ("" if done else " -- **interrupted**: the rows so far")
+        + f"\n\n{machine_info()}\n\n{ok} of {len(rows)} fits certified.\n\n"
+        + md_table(head, rows) + "\n")
 
 
-def run_bundled():
+def run_bundled(stem):
     rows = []
     for name, make, X, y in bundled_tasks():
         for loss in LOSSES:
@@ -360,30 +359,41 @@ def run_bundled():
                        f"{fit:.1f}", "no (budget)" if warned else "yes"]
                 rows.append(row)
                 print(" | ".join(map(str, row)), flush=True)
-                _write_bundled(rows, done=False)  # an interrupted run keeps its rows
-    print(f"wrote {_write_bundled(rows, done=True)}")
+                if stem:
+                    _write_bundled(rows, False, stem)  # an interrupted run keeps its rows
+    if stem:
+        print(f"wrote {_write_bundled(rows, True, stem)}")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--task", choices=("fixed", "conll2000", "alpha", "sides", "bundled",
-                                       "sparsemap"), default="fixed")
+#: --task -> default results file stem in benchmarks/results/
+STEMS = {"fixed": "bcfw_fixed", "conll2000": "bcfw_conll2000", "alpha": "bcfw_alpha",
+         "sides": "bcfw_sides", "bundled": "bcfw_bundled",
+         "sparsemap": "bcfw_sparsemap_conll2000"}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="--task sparsemap adds (or replaces) one section per --n-jobs in its "
+               "results file",
+        parents=[common_parser("n_jobs", "repeat", "out", "no_write", "data", n_jobs=2,
+                               repeat=1, out="bcfw_<task>")])
+    ap.add_argument("--task", choices=tuple(STEMS), default="fixed")
     ap.add_argument("--epochs", type=int, default=60)
-    ap.add_argument("--n-jobs", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=1)
-    args = ap.parse_args()
+    args = parse_args(ap, argv)
+    stem = out_stem(args, STEMS[args.task])
     if args.task == "fixed":
-        run_fixed()
+        run_fixed(stem)
     elif args.task == "alpha":
-        run_alpha(args.epochs, args.n_jobs)
+        run_alpha(args.epochs, args.n_jobs, stem)
     elif args.task == "bundled":
-        run_bundled()
+        run_bundled(stem)
     elif args.task == "sides":
-        run_sides(args.epochs, args.n_jobs)
+        run_sides(args.epochs, args.n_jobs, stem)
     elif args.task == "sparsemap":
-        run_sparsemap(args.n_jobs, args.repeat)
+        run_sparsemap(args.n_jobs, args.repeat, stem)
     else:
-        run_conll(args.epochs, args.n_jobs)
+        run_conll(args.epochs, args.n_jobs, stem)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Multilabel benchmark: structlearn MultiLabelClassifier vs scikit-learn.
 
 Data: the MULAN sets emotions, scene and yeast from
-``/work/shared/data/multilabel_*``, the provided train/test split.
+``multilabel_*/`` in the data folder (``$STRUCTLEARN_BENCH_DATA`` or ``--data``;
+default ``../shared/data``), the provided train/test split.
 Metrics on the test split: Hamming loss, micro-F1, macro-F1
 (``sklearn.metrics``; ``zero_division=0``).
 
@@ -40,18 +41,17 @@ running the inner CV (compute budget)::
         --models hinge "hinge (bcfw)" hinge-slack "hinge-slack (bcfw)" OvR-LR
 """
 
-import argparse
-import shlex
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
+    ALPHAS, BCFW_EPOCHS, BCFW_LOSSES, BCFW_TOL, bcfw_table, command_line, common_parser,
+    fmt_alpha, load_mulan, machine_info, md_table, out_stem, parse_args, refit_solver_info,
+    select_and_refit, split_bcfw, time_table, warnings_section, write_csv, write_text)
 
-from _common import (ALPHAS, BCFW_LOSSES, DATA_HOME, RESULTS, bcfw_table,  # noqa: E402
-                     fmt_alpha, machine_info, md_table, refit_solver_info,
-                     select_and_refit, split_bcfw, time_table, warnings_section,
-                     write_csv)
+import argparse  # noqa: E402
+import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
@@ -65,7 +65,6 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from structlearn import MultiLabelClassifier  # noqa: E402
-from structlearn.datasets import fetch_mulan  # noqa: E402
 from structlearn.losses import Projection  # noqa: E402
 
 DATASETS = ["emotions", "scene", "yeast"]
@@ -81,8 +80,6 @@ QUICK_MODELS = ["hinge", "crf", "projection", "squared", "knapsack projection",
                 "knapsack squared", "OvR-LR", "CC-LR"]
 REF = "OvR-LR"
 BCFW = [f"{loss} (bcfw)" for loss in BCFW_LOSSES]
-BCFW_EPOCHS = 100   # epoch budget of the bcfw models
-BCFW_TOL = 1e-3     # relative duality gap at which bcfw stops
 
 
 class LRMeanAlpha(MultiOutputMixin, ClassifierMixin, BaseEstimator):
@@ -108,20 +105,6 @@ class LRMeanAlpha(MultiOutputMixin, ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         return np.asarray(self.est_.predict(X)).astype(np.int64)
-
-
-_DATA = {}
-
-
-def load(name):
-    """(X_train, Y_train, X_test, Y_test), cached per process."""
-    if name not in _DATA:
-        X, Y = fetch_mulan(name, subset="train", data_home=DATA_HOME,
-                           download_if_missing=False)
-        Xt, Yt = fetch_mulan(name, subset="test", data_home=DATA_HOME,
-                             download_if_missing=False)
-        _DATA[name] = (X, Y, Xt, Yt)
-    return _DATA[name]
 
 
 def make_model(name, alpha, bounds=(0, None), random_state=0, bcfw=(BCFW_EPOCHS, BCFW_TOL)):
@@ -168,7 +151,7 @@ def run_task(dataset, model, alphas, n_folds, bcfw=(BCFW_EPOCHS, BCFW_TOL), fixe
     """``fixed_alpha``: one fit at that alpha, no inner CV."""
     _warm_up(model)
     t0 = time.perf_counter()
-    X, Y, Xt, Yt = load(dataset)
+    X, Y, Xt, Yt = load_mulan(dataset)
     counts = Y.sum(axis=1)
     bounds = (1 if counts.min() >= 1 else 0, int(counts.max()))
     folds = list(KFold(n_folds, shuffle=True, random_state=0).split(X))
@@ -279,7 +262,7 @@ def report(rows, preds, datasets, models, meta, wall):
                 if (d, m) not in R or (d, REF) not in R:
                     row.append("")
                     continue
-                Yt = load(d)[3]
+                Yt = load_mulan(d)[3]
                 md, lo, hi = bootstrap_hl_diff(Yt, preds[d, m], preds[d, REF])
                 ok = R[d, m]["hamming_loss"] <= R[d, REF]["hamming_loss"] + 1e-12
                 n_ok += ok
@@ -311,7 +294,7 @@ def report(rows, preds, datasets, models, meta, wall):
                 if (d, a) not in R or (d, b) not in R:
                     row.append("")
                     continue
-                Yt = load(d)[3]
+                Yt = load_mulan(d)[3]
                 md, lo, hi = bootstrap_hl_diff(Yt, preds[d, a], preds[d, b])
                 dmi = R[d, a]["f1_micro"] - R[d, b]["f1_micro"]
                 row.append(f"{md:+.4f} [{lo:+.4f}, {hi:+.4f}]; miF1 {dmi:+.3f}")
@@ -350,17 +333,16 @@ def report(rows, preds, datasets, models, meta, wall):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true",
-                   help="emotions only, a few models; prints, writes nothing")
-    p.add_argument("--datasets", nargs="*", default=None)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="--quick: emotions only, a few models",
+        parents=[common_parser("quick", "datasets", "n_jobs", "out", "no_write", "data",
+                               n_jobs=2, out="multilabel",
+                               datasets="emotions scene yeast")])
     p.add_argument("--models", nargs="*", default=None,
                    help="model names (losses, 'knapsack <loss>', OvR-LR, CC-LR)")
     p.add_argument("--no-knapsack", action="store_true")
     p.add_argument("--cv", type=int, default=5, help="inner CV folds")
-    p.add_argument("--n-jobs", type=int, default=2)
-    p.add_argument("--no-write", action="store_true", help="print only")
-    p.add_argument("--out", default=None, help="basename in results/ (default: multilabel)")
     p.add_argument("--bcfw-epochs", type=int, default=BCFW_EPOCHS,
                    help="epoch budget (max_iter) of the bcfw models")
     p.add_argument("--bcfw-tol", type=float, default=BCFW_TOL,
@@ -369,7 +351,7 @@ def main(argv=None):
                    help="no inner CV for the structlearn models: fit each once at the alpha "
                    "the inner CV selected for the same loss (for '<loss> (bcfw)': '<loss>', "
                    "the SGD model) in this earlier CSV of this script")
-    a = p.parse_args(argv)
+    a = parse_args(p, argv)
     datasets = a.datasets or (QUICK_DATASETS if a.quick else DATASETS)
     if a.models:
         models = a.models
@@ -377,7 +359,7 @@ def main(argv=None):
         models = QUICK_MODELS
     else:
         models = CUBE + ([] if a.no_knapsack else [f"knapsack {m}" for m in KNAPSACK]) + SKLEARN
-    command = "python benchmarks/bench_multilabel.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    command = command_line(argv)
     protocol = (
         f"MULAN {', '.join(datasets)}, provided train/test split.  "
         f"Pipeline(StandardScaler, model).  alpha selected by {a.cv}-fold shuffled KFold on "
@@ -440,14 +422,13 @@ def main(argv=None):
     text = report(rows, preds, datasets, models, meta, wall)
     print()
     print(text)
-    base = None if a.no_write else (a.out or (None if a.quick else "multilabel"))
+    base = out_stem(a, "multilabel")
     if base:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / f"{base}.md").write_text(text + "\n")
-        write_csv(RESULTS / f"{base}.csv",
+        write_text(base, text + "\n")
+        write_csv(f"{base}.csv",
                   [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items()}
                    for r in rows])
-        print(f"wrote {RESULTS / base}.md and .csv")
+        print(f"wrote {base}.md and .csv")
 
 
 if __name__ == "__main__":

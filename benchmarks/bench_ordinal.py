@@ -1,7 +1,8 @@
 """Ordinal regression benchmark: structlearn OrdinalRegressor vs mord.
 
 Data: the Chu & Ghahramani (2005) 10-bin data sets (9 sets, 20 train/test
-partitions each) from ``/work/shared/data/ordinal_chu_ghahramani``.
+partitions each) from ``ordinal_chu_ghahramani/`` in the data folder
+(``$STRUCTLEARN_BENCH_DATA`` or ``--data``; default ``../shared/data``).
 Protocol: mean +- sd (ddof=1) over partitions of the test MAE.
 
 Every model is ``Pipeline(StandardScaler(), model)``.  For every model and
@@ -43,20 +44,20 @@ partition, with the others without re-running them::
         --out ordinal_bcfw
 """
 
-import argparse
-import csv
-import shlex
 import sys
-import time
-from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
+    ALPHAS, BCFW_EPOCHS, BCFW_LOSSES, BCFW_TOL, bcfw_table, command_line, common_parser,
+    fmt_alpha, load_chu_ghahramani, machine_info, md_table, out_stem, parse_args,
+    refit_solver_info, select_and_refit, skip_missing_peers, split_bcfw, time_table,
+    warnings_section, write_csv, write_text)
 
-from _common import (ALPHAS, BCFW_LOSSES, DATA_HOME, RESULTS, bcfw_table,  # noqa: E402
-                     fmt_alpha, machine_info, md_table, refit_solver_info,
-                     select_and_refit, split_bcfw, time_table, warnings_section,
-                     write_csv)
+import argparse  # noqa: E402
+import csv  # noqa: E402
+import time  # noqa: E402
+from collections import Counter  # noqa: E402
 
 import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
@@ -67,7 +68,7 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from structlearn import OrdinalRegressor  # noqa: E402
-from structlearn.datasets import fetch_chu_ghahramani, list_chu_ghahramani_datasets  # noqa: E402
+from structlearn.datasets import list_chu_ghahramani_datasets  # noqa: E402
 from structlearn.losses import Projection  # noqa: E402
 
 SL_LOSSES = ["perceptron", "hinge", "hinge-slack", "hinge-approx-slack", "poslearn",
@@ -81,8 +82,6 @@ EXPENSIVE = ("hinge-approx-slack", "poslearn", "sparsemap", "m-sparsemap")
 #: list: ask for them with ``--losses "hinge (bcfw)" ...``; they run on
 #: partitions 1..``--bcfw-partitions``
 BCFW = [f"{loss} (bcfw)" for loss in BCFW_LOSSES]
-BCFW_EPOCHS = 100   # epoch budget of the bcfw rows
-BCFW_TOL = 1e-3     # relative duality gap at which bcfw stops
 QUICK_LOSSES = ["hinge", "crf", "sparsemap", "projection", "squared"]
 QUICK_DATASETS = ["pyrimidines", "autompg"]
 LARGE = ("stocksdomain", "abalone")
@@ -167,9 +166,7 @@ def run_task(dataset, partition, models, alphas, n_folds, bcfw=(BCFW_EPOCHS, BCF
     fixed = fixed or {}
     _warm_up(models)
     t0 = time.perf_counter()
-    Xtr, ytr, Xte, yte = fetch_chu_ghahramani(dataset, n_bins=10, partition=partition,
-                                              data_home=DATA_HOME,
-                                              download_if_missing=False)
+    Xtr, ytr, Xte, yte = load_chu_ghahramani(dataset, partition)
     folds = list(KFold(n_folds, shuffle=True, random_state=partition).split(Xtr))
     rows = []
     for m in models:
@@ -476,10 +473,12 @@ def report(rows, datasets, models, meta, wall):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true",
-                   help="2 data sets x 2 partitions, 4 losses + mord; prints, writes nothing")
-    p.add_argument("--datasets", nargs="*", default=None)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="--quick: 2 data sets x 2 partitions, 5 losses + mord (mord's rows are "
+               "skipped when it is not installed)",
+        parents=[common_parser("quick", "datasets", "n_jobs", "out", "no_write", "data",
+                               n_jobs=2, out="ordinal", datasets="the 9 sets")])
     p.add_argument("--losses", nargs="*", default=None, help="structlearn losses to run")
     p.add_argument("--partitions", type=int, default=20,
                    help="partitions 1..N for the small data sets")
@@ -496,11 +495,7 @@ def main(argv=None):
     p.add_argument("--bcfw-tol", type=float, default=BCFW_TOL,
                    help="relative duality gap at which bcfw stops")
     p.add_argument("--cv", type=int, default=5, help="inner CV folds")
-    p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--no-mord", action="store_true")
-    p.add_argument("--no-write", action="store_true", help="print only")
-    p.add_argument("--out", default=None, help="basename in results/ (default: ordinal; "
-                   "quick mode writes nothing unless given)")
     p.add_argument("--alpha-from", default=None, metavar="CSV",
                    help="no inner CV for the structlearn models: fit each once at the alpha "
                    "that the inner CV of the same loss (for '<loss> (bcfw)': of '<loss>', "
@@ -512,7 +507,7 @@ def main(argv=None):
                    "and the written CSV (the first file wins on duplicates), for the data "
                    "sets and partitions of this run only; nothing is written to them "
                    "unless --out names one")
-    a = p.parse_args(argv)
+    a = parse_args(p, argv)
 
     if a.quick:
         datasets = a.datasets or QUICK_DATASETS
@@ -524,7 +519,8 @@ def main(argv=None):
         datasets = a.datasets or list_chu_ghahramani_datasets()
         losses = SL_LOSSES if a.losses is None else a.losses  # [] with --merge-from: render
     large_p = a.large_partitions or a.partitions
-    models = list(losses) + ([] if a.no_mord else MORD)
+    models = list(losses) + ([] if a.no_mord else skip_missing_peers(
+        MORD, {m: "mord" for m in MORD}))
     exp_p = a.expensive_partitions if a.expensive_partitions is not None else a.partitions
     bcfw_p = a.bcfw_partitions if a.bcfw_partitions is not None else exp_p
 
@@ -539,7 +535,7 @@ def main(argv=None):
     # big data sets first, for load balancing
     order = {d: k for k, d in enumerate(list_chu_ghahramani_datasets())}
     tasks.sort(key=lambda t: -order.get(t[0], 0))
-    command = "python benchmarks/bench_ordinal.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    command = command_line(argv)
     part_txt = (f"partitions 1..{a.partitions}" if large_p == a.partitions else
                 f"partitions 1..{a.partitions} ({', '.join(x for x in datasets if x not in LARGE)}) "
                 f"and 1..{large_p} ({', '.join(x for x in datasets if x in LARGE)}) to fit the "
@@ -614,10 +610,9 @@ def main(argv=None):
     text, S = report(rows, datasets, models, meta, wall)
     print()
     print(text)
-    base = None if a.no_write else (a.out or (None if a.quick else "ordinal"))
+    base = out_stem(a, "ordinal")
     if base:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / f"{base}.md").write_text(text + "\n")
+        write_text(base, text + "\n")
         # one CSV: summary rows (row_type=summary, one per dataset x model) then the
         # raw rows (row_type=partition, one per dataset x partition x model)
         out_rows = []
@@ -629,8 +624,8 @@ def main(argv=None):
             out_rows.append({"row_type": "partition",
                              **{k: (round(v, 6) if isinstance(v, float) else v)
                                 for k, v in r.items()}})
-        write_csv(RESULTS / f"{base}.csv", out_rows)
-        print(f"wrote {RESULTS / base}.md and .csv")
+        write_csv(f"{base}.csv", out_rows)
+        print(f"wrote {base}.md and .csv")
 
 
 if __name__ == "__main__":

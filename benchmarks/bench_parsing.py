@@ -1,6 +1,7 @@
 """Dependency-parsing benchmark: DependencyParser on UD English EWT.
 
-Protocol (data from ``../shared/data/ud_english_ewt``): train on train,
+Protocol (data from ``ud_english_ewt/`` in the data folder,
+``$STRUCTLEARN_BENCH_DATA`` or ``--data``, default ``../shared/data``): train on train,
 select on dev, report UAS (punctuation included, the UD convention) on test,
 with gold tokens and gold POS.  For every loss, each value of its ``alpha``
 grid is fitted on train and scored on dev; the row reported is the
@@ -23,27 +24,22 @@ Usage::
     python benchmarks/bench_parsing.py --losses crf,perceptron --alphas 1e-5,1e-4
 """
 
-import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
+    command_line, common_parser, ewt_parsing_xy, machine_info, md_table, out_stem, parse_args,
+    write_csv, write_text)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import shlex  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine_info, md_table, write_csv  # noqa: E402
-from _seq_common import SHARED  # noqa: E402
-
 from structlearn import DependencyParser  # noqa: E402
-from structlearn.datasets import fetch_ud_treebank  # noqa: E402
 from structlearn.estimators.parsing import parser_problem  # noqa: E402
 from structlearn.feature_maps import ArcFeatureMap  # noqa: E402
 from structlearn.kernels.tree import map_batch, tree_arc_offsets  # noqa: E402
@@ -70,13 +66,6 @@ LOSSES = {
     "projection-simplex-kl": (Projection(set="simplex", geometry="kl"),
                               {"decoding": "calibrated"}, [1.6e-4]),
 }
-
-
-def load(subset, n=None):
-    sents = fetch_ud_treebank("en_ewt", subset, data_home=SHARED, download_if_missing=False)
-    if n:
-        sents = sents[:n]
-    return [s.tokens for s in sents], [s.heads for s in sents]
 
 
 def epoch_time(est, X, y, loss, n_jobs, sgd_epoch):
@@ -157,8 +146,12 @@ def run(name, alpha, data, n_jobs, solver="auto"):
     return row, est
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="--quick: 2,000 training sentences",
+        parents=[common_parser("quick", "n_jobs", "out", "no_write", "data", n_jobs=2,
+                               out="parsing_ewt[_n<N>][_nj<n_jobs>]")])
     ap.add_argument("--losses", default=",".join(LOSSES))
     ap.add_argument("--alphas", default=None,
                     help="comma-separated alpha grid for every loss (default: per loss)")
@@ -166,14 +159,15 @@ def main():
                     help="per-loss grids overriding --alphas, e.g. "
                          "'crf=2e-5,1.6e-4;sparsemap=1.6e-4,1.6e-3'")
     ap.add_argument("--n-train", type=int, default=None)
-    ap.add_argument("--quick", action="store_true", help="2,000 training sentences; print only")
-    ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--solver", choices=["auto", "sgd"], default="auto",
                     help="'sgd': train the smooth losses too by averaged SGD for "
                          f"{EPOCHS} epochs (rows named 'loss (sgd)')")
-    args = ap.parse_args()
+    args = parse_args(ap, argv)
     n_train = 2000 if args.quick else args.n_train
-    data = (*load("train", n_train), *load("dev"), *load("test"))
+    suffix = ("" if n_train is None else f"_n{n_train}") + (
+        "" if args.n_jobs == 2 else f"_nj{args.n_jobs}")  # per-core runs apart
+    out = out_stem(args, f"parsing_ewt{suffix}")
+    data = (*ewt_parsing_xy("train", n_train), *ewt_parsing_xy("dev"), *ewt_parsing_xy("test"))
     print(f"EWT: {len(data[0])} train / {len(data[2])} dev / {len(data[4])} test sentences",
           flush=True)
     rows = []
@@ -193,13 +187,9 @@ def main():
                 speed = decoding_speed(est, data[4])
                 print(json.dumps({"decoding_sent_per_s": speed}), flush=True)
             del est
-    if args.quick:
+    if out is None:
         return
-    suffix = ("" if n_train is None else f"_n{n_train}") + (
-        "" if args.n_jobs == 2 else f"_nj{args.n_jobs}")  # per-core runs apart
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"parsing_ewt{suffix}"
-    csv_path = out.with_suffix(".csv")
+    csv_path = Path(f"{out}.csv")
     old = []
     if csv_path.exists():  # merge: keep the rows (loss, alpha) not re-run
         import csv
@@ -217,7 +207,7 @@ def main():
     write_csv(csv_path, allrows)
     info = machine_info()
     lines = [f"# Dependency parsing benchmark: UD English EWT{suffix}", "",
-             f"Command: `python benchmarks/bench_parsing.py {shlex.join(sys.argv[1:])}` "
+             f"Command: `{command_line(argv)}` "
              f"(n_jobs={args.n_jobs}; alpha selected on dev when a grid is given; rows "
              f"'loss (sgd)': `--solver sgd`, {EPOCHS} epochs of averaged SGD instead of "
              f"L-BFGS; every alpha of a grid is a row, the dev-selected one marked *; "
@@ -239,8 +229,8 @@ def main():
     if speed:
         lines += [f"Decoding alone (test set arc scores, one thread): MST "
                   f"{speed['mst']:.0f} sentences/s, Eisner {speed['eisner']:.0f} sentences/s.", ""]
-    out.with_suffix(".md").write_text("\n".join(lines))
-    print(f"wrote {out.with_suffix('.md')}")
+    path = write_text(out, "\n".join(lines))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

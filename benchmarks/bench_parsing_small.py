@@ -19,29 +19,25 @@ Usage::
     python benchmarks/bench_parsing_small.py --treebanks en_ewt,ro_rrt --alphas 1e-3,1e-2
 """
 
-import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
+    Recorder, common_parser, data_path, machine_info, md_table, out_stem, parse_args,
+    timed_fit, write_csv, write_text)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from sklearn.model_selection import KFold  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (RESULTS, Recorder, machine_info, md_table, timed_fit,  # noqa: E402
-                     write_csv)
-from _seq_common import SHARED  # noqa: E402
 
 from structlearn import DependencyParser  # noqa: E402
 from structlearn.datasets import read_conllu  # noqa: E402
 from structlearn.metrics import uas  # noqa: E402
 
-#: code -> folder under ../shared/data
+#: code -> folder in the data folder (``$STRUCTLEARN_BENCH_DATA``, ``../shared/data``)
 TREEBANKS = {"ja_gsd": "ud_japanese_gsd", "da_ddt": "ud_danish_ddt",
              "ro_rrt": "ud_romanian_rrt", "nl_alpino": "ud_dutch_alpino",
              "zh_gsd": "ud_chinese_gsd", "en_ewt": "ud_english_ewt"}
@@ -58,7 +54,7 @@ PAPER = {"en_ewt": {"hinge": 87.02, "crf": 86.74, "sparsemap": 86.90, "m-sparsem
 
 
 def load(code, subset):
-    sents = read_conllu(SHARED / TREEBANKS[code] / f"{code}-ud-{subset}.conllu")
+    sents = read_conllu(data_path(TREEBANKS[code], f"{code}-ud-{subset}.conllu"))
     return [s.tokens for s in sents], [s.heads for s in sents]
 
 
@@ -92,22 +88,25 @@ def run(code, name, alphas, n_folds, n_jobs):
                 paper=PAPER.get(code, {}).get(name, ""))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        parents=[common_parser("n_jobs", "out", "no_write", "data", n_jobs=2,
+                               out="parsing_small_data")])
     ap.add_argument("--treebanks", default=",".join(TREEBANKS))
     ap.add_argument("--losses", default=",".join(LOSSES))
     ap.add_argument("--alphas", default="1e-3,1e-2")
     ap.add_argument("--folds", type=int, default=3)
-    ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--resume", action="store_true",
-                    help="keep the rows of results/parsing_small_data.csv, run the others")
-    args = ap.parse_args()
+                    help="keep the rows of the results CSV (--out), run the others")
+    args = parse_args(ap, argv)
+    out = out_stem(args, "parsing_small_data")
     alphas = [float(a) for a in args.alphas.split(",")]
     rows = []
-    if args.resume and (RESULTS / "parsing_small_data.csv").exists():
+    if args.resume and out and Path(f"{out}.csv").exists():
         import csv
 
-        with open(RESULTS / "parsing_small_data.csv", newline="") as fh:
+        with open(f"{out}.csv", newline="") as fh:
             rows = list(csv.DictReader(fh))
     done = {(r["treebank"], r["loss"]) for r in rows}
     for code in args.treebanks.split(","):
@@ -117,12 +116,12 @@ def main():
             row = run(code, name, alphas, args.folds, args.n_jobs)
             print(json.dumps(row), flush=True)
             rows.append(row)
-            report(args, rows)   # after every row: a cut run keeps what it did
+            if out:
+                report(args, rows, out)   # after every row: a cut run keeps what it did
 
 
-def report(args, rows):
-    out = RESULTS / "parsing_small_data"
-    write_csv(out.with_suffix(".csv"), rows)
+def report(args, rows, out):
+    write_csv(f"{out}.csv", rows)
     body = [[r["treebank"], r["loss"], r["n_train"], r["alpha"], r["cv_uas"], r["test_uas"],
              r["paper"], r["fit_s"], r["n_iter"], r["gap"], r["convergence_warnings"]]
             for r in rows]
@@ -137,8 +136,8 @@ def report(args, rows):
             md_table(["treebank", "loss", "train (dev) sentences", "alpha", "CV UAS",
                       "test UAS", "paper (BiLSTM, full train)", "refit (s)", "iterations",
                       "relative gap", "ConvergenceWarnings"], body), ""]
-    out.with_suffix(".md").write_text("\n".join(text))
-    print(f"wrote {out.with_suffix('.md')}")
+    path = write_text(out, "\n".join(text))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ Python 3.11), ``use_2to3`` removed from its ``setup.py``, and its
 ``sklearn.externals.joblib`` imports pointed at ``joblib``.  Nothing of
 pystruct is part of this repository.
 
-Task: the first ``--n`` sentences of CoNLL-2000 (``../shared/data``),
+Task: the first ``--n`` sentences of CoNLL-2000 (data folder:
+``$STRUCTLEARN_BENCH_DATA`` or ``--data``, default ``../shared/data``),
 chunk tags, dense one-hot features of the POS tags at offsets -1, 0, +1.
 The models are made identical: structlearn's ``SequenceTagger`` without
 intercept and with every (feature, tag) weight (``feature_support='all'``)
@@ -35,16 +36,24 @@ Usage::
     python benchmarks/bench_pystruct.py --pystruct-python /path/to/venv/bin/python
 """
 
-import argparse
-import json
-import os
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
+# also imported by the worker in pystruct's environment: _common needs only
+# NumPy and scikit-learn at import time
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
+    bcfw_trace, common_parser, machine_info, md_table, out_stem, parse_args, read_conll2000,
+    write_text)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 
 def worker(path, C, max_iter):
@@ -85,8 +94,6 @@ def worker(path, C, max_iter):
 
 
 def features(n):
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _seq_common import read_conll2000
     sents = read_conll2000("train")[:n]
     pos = sorted({p for s in sents for _, p, _ in s})
     tags = sorted({c for s in sents for _, _, c in s})
@@ -114,28 +121,27 @@ def first_reach(values, times, level):
     return None
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        parents=[common_parser("out", "no_write", "data", out="bcfw_pystruct")])
     ap.add_argument("--pystruct-python", required=False)
     ap.add_argument("--n", type=int, default=500)
     ap.add_argument("--alpha-n", type=float, default=2.0,
                     help="alpha * n (2: CRFsuite's c2 = 1, the CoNLL benchmark's setting)")
     ap.add_argument("--epochs", type=int, default=300)
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = parse_args(ap, argv)
     if args.worker:
         worker(args.worker[0], float(args.worker[1]), int(args.worker[2]))
         return
     if not args.pystruct_python:
         ap.error("--pystruct-python is required (an interpreter with pystruct)")
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
 
     from structlearn import SequenceTagger
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _common import RESULTS, bcfw_trace, machine_info, md_table
 
     X, y, off, K = features(args.n)
     n = len(X)
@@ -193,7 +199,9 @@ def main():
         "Seconds to reach a certified relative gap:\n\n"
         + md_table(["relative gap", "structlearn bcfw (s)", "pystruct FW (s)", "ratio"],
                    rows) + "\n")
-    (RESULTS / "bcfw_pystruct.md").write_text(text)
+    stem = out_stem(args, "bcfw_pystruct")
+    if stem:
+        write_text(stem, text)
     print(text)
 
 

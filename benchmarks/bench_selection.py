@@ -5,7 +5,7 @@ Two experiments, each written to ``results/selection_<task>.{csv,md}``:
 ``--task conll2000`` (the paper's Table 1 and Figure 2): CoNLL-2000
 chunking with the paper's templates as we read them (POS n-grams up to 5 in
 a window of 5, word n-grams up to 3 in a window of 3, shape n-grams up to 2
-in a window of 2: 72 templates, see ``_seq_common.PAPER_TEMPLATES``),
+in a window of 2: 72 templates, see ``_common.PAPER_TEMPLATES``),
 conjoined with the chunk tags, plus tag bigrams.  The full model is
 ``SequenceTagger(loss='hinge')`` (the structured SVM that MIRA optimises)
 trained for 20 epochs of averaged SGD on all features; for every budget
@@ -44,23 +44,21 @@ minutes on 2 cores), ``--task ewt`` (``--n-train`` to subsample) and
 ``--task conll2002 --language esp`` / ``--language ned``.
 """
 
-import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
+    PAPER_TEMPLATES, common_parser, conll2000_paper_xy, ewt_parsing_xy, fetch_shared,
+    machine_info, md_table, ngram_templates, out_stem, parse_args, peak_memory_growth,
+    quiet_fit, word_shape, write_csv, write_text)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
-import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS, machine_info, md_table, write_csv  # noqa: E402
-from _seq_common import (PAPER_TEMPLATES, SHARED, _ngram_templates,  # noqa: E402
-                         conll2000_paper_xy, word_shape)
 
 from structlearn import DependencyParser, SequenceTagger  # noqa: E402
 from structlearn.feature_selection import GroupLassoSelector  # noqa: E402
@@ -70,22 +68,6 @@ BUDGETS = {"conll2000": [10, 20, 30, 40, 50], "ewt": [16, 32, 48, 64],
            "conll2002": [100, 200, 300]}
 ALPHA_CHUNK = 1e-6
 ALPHA_PARSE = 2e-5
-
-
-def _status_kb(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(field)
-
-
-def _quiet_fit(est, X, y):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t0 = time.perf_counter()
-        est.fit(X, y)
-        return time.perf_counter() - t0
 
 
 # ------------------------------------------------------------------ chunking
@@ -119,18 +101,12 @@ def selector(est, budget, K=1000):
 
 def memory_child(what, n_train, full_epochs):
     """Fit one model in this fresh process; print its peak-RSS growth."""
-    import gc
-
     Xtr, ytr, _, _ = chunk_data(n_train)
-    gc.collect()
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-    before = _status_kb("VmRSS")
-    est = full_tagger(full_epochs) if what == "full" else \
-        selector(SequenceTagger(), int(what))
-    _quiet_fit(est, Xtr, ytr)
-    print(json.dumps({"what": what, "peak_growth_mb":
-                      round((_status_kb("VmHWM") - before) / 1024, 1)}))
+    with peak_memory_growth() as mem:
+        est = full_tagger(full_epochs) if what == "full" else \
+            selector(SequenceTagger(), int(what))
+        quiet_fit(est, Xtr, ytr)
+    print(json.dumps({"what": what, **mem}))
 
 
 def run_chunking(args):
@@ -144,7 +120,7 @@ def run_chunking(args):
         bcfw_alpha = 2.0 / len(Xtr)  # CRFsuite's c2 = 1, as bench_sequence
         how = f"BCFW, alpha {bcfw_alpha:.3g}"
     full = full_tagger(args.full_epochs, bcfw_alpha)
-    fit_s = _quiet_fit(full, Xtr, ytr)
+    fit_s = quiet_fit(full, Xtr, ytr)
     f1 = chunk_f1(yte, full.predict(Xte))
     rows.append(dict(model=f"full (hinge, {how})", budget="",
                      templates=len(PAPER_TEMPLATES),
@@ -154,9 +130,9 @@ def run_chunking(args):
     traces = {}
     for B in BUDGETS["conll2000"]:
         sel = selector(SequenceTagger(), B)
-        sel_s = _quiet_fit(sel, Xtr, ytr)
+        sel_s = quiet_fit(sel, Xtr, ytr)
         refit = full_tagger(args.refit_epochs, bcfw_alpha)
-        fit_s = _quiet_fit(refit, sel.transform(Xtr), ytr)
+        fit_s = quiet_fit(refit, sel.transform(Xtr), ytr)
         f1 = chunk_f1(yte, refit.predict(sel.transform(Xte)))
         how = "BCFW" if args.bcfw else f"{args.refit_epochs} epochs"
         rows.append(dict(model=f"sparseptron + hinge refit ({how})",
@@ -177,16 +153,18 @@ def run_chunking(args):
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
             mem[what] = json.loads(out.strip().splitlines()[-1])["peak_growth_mb"]
             print(out.strip(), flush=True)
-    if args.n_train is None:
-        write_chunking_report(args, rows, traces, mem)
-
-
-def write_chunking_report(args, rows, traces, mem):
-    RESULTS.mkdir(exist_ok=True)
     default = (args.full_epochs, args.refit_epochs) == (20, 20) and not args.bcfw
     suffix = ("_bcfw" if args.bcfw else "" if default
               else f"_full{args.full_epochs}_refit{args.refit_epochs}")
-    write_csv(RESULTS / f"selection_conll2000{suffix}.csv", rows)
+    # a run on a subset of the training data prints only, unless --out
+    stem = out_stem(args, None if args.n_train else f"selection_conll2000{suffix}")
+    if stem:
+        write_chunking_report(args, rows, traces, mem, stem)
+
+
+def write_chunking_report(args, rows, traces, mem, stem):
+    default = (args.full_epochs, args.refit_epochs) == (20, 20) and not args.bcfw
+    write_csv(f"{stem}.csv", rows)
     full_w = rows[0]["weights"]
     opts = (" --bcfw" if args.bcfw else "" if default
             else f" --full-epochs {args.full_epochs} --refit-epochs {args.refit_epochs}")
@@ -210,9 +188,8 @@ def write_chunking_report(args, rows, traces, mem):
     for B, tr in traces.items():
         lines.append(f"- B = {B}: " + ", ".join(f"{n}" for _, n in tr[::5]))
     lines.append("")
-    out = RESULTS / f"selection_conll2000{suffix}.md"
-    out.write_text("\n".join(lines))
-    print(f"wrote {out}")
+    path = write_text(stem, "\n".join(lines))
+    print(f"wrote {path}")
 
 
 # ---------------------------------------------------------- CoNLL-2002 NER
@@ -261,10 +238,10 @@ def _ner_templates():
     templates (the paper counts 452)."""
     out = list(PAPER_TEMPLATES)
     seen = set(out)
-    extra = [("shape", t) for t in _ngram_templates(-3, 3, 3)]
+    extra = [("shape", t) for t in ngram_templates(-3, 3, 3)]
     extra += [(f"{a}{k}", t) for a in ("pre", "suf") for k in (1, 2, 3)
-              for t in _ngram_templates(-3, 3, 3)]
-    extra += [(a, t) for a in ("case", "punct", "digit") for t in _ngram_templates(-5, 5, 5)]
+              for t in ngram_templates(-3, 3, 3)]
+    extra += [(a, t) for a in ("case", "punct", "digit") for t in ngram_templates(-5, 5, 5)]
     out += [x for x in extra if x not in seen]
     return out
 
@@ -370,8 +347,7 @@ NER_PAPER = {
 def ner_data(language, n_train):
     from structlearn.datasets import fetch_conll2002
 
-    data = {s: fetch_conll2002(language, s, data_home=SHARED, download_if_missing=False)
-            for s in ("train", "testa", "testb")}
+    data = {s: fetch_shared(fetch_conll2002, language, s) for s in ("train", "testa", "testb")}
     n = n_train or len(data["train"].words)
     splits = {s: (b.words[:n], b.pos[:n]) if s == "train" else (b.words, b.pos)
               for s, b in data.items()}
@@ -417,7 +393,7 @@ def run_ner(args):
     best = None
     for alpha in args.alphas:
         full = hinge(alpha, args.full_epochs)
-        fit_s = _quiet_fit(full, X["train"], ytr)
+        fit_s = quiet_fit(full, X["train"], ytr)
         dev, test = scores(full, X)
         tuning.append(dict(alpha=alpha, dev_f1=dev, test_f1=test, fit_s=round(fit_s, 1)))
         print(json.dumps(tuning[-1]), flush=True)
@@ -434,10 +410,10 @@ def run_ner(args):
     for B in BUDGETS["conll2002"]:
         sel = GroupLassoSelector(SequenceTagger(n_jobs=1), budget=B, groups=col_names,
                                  K=1000, n_epochs=5, random_state=0)
-        sel_s = _quiet_fit(sel, X["train"], ytr)
+        sel_s = quiet_fit(sel, X["train"], ytr)
         Xs = _restrict(feats, sel.get_support())
         refit = hinge(alpha, args.refit_epochs)
-        fit_s = _quiet_fit(refit, Xs["train"], ytr)
+        fit_s = quiet_fit(refit, Xs["train"], ytr)
         dev, test = scores(refit, Xs)
         rows.append(dict(model=f"sparseptron + hinge refit ({args.refit_epochs} epochs)",
                          budget=B, templates=len(sel.selected_groups_),
@@ -456,11 +432,13 @@ def _template_family(name):
 
 
 def write_ner_report(args, lang, n_sent, n_tok, alpha, rows, tuning, selected):
-    RESULTS.mkdir(exist_ok=True)
     stem = f"selection_conll2002_{lang}"
     if args.n_train is not None:
         stem += f"_n{args.n_train}" if args.n_train else "_all"
-    write_csv(RESULTS / f"{stem}.csv", rows)
+    stem = out_stem(args, stem)
+    if stem is None:
+        return
+    write_csv(f"{stem}.csv", rows)
     full_w = rows[0]["weights"]
     language = {"esp": "Spanish", "ned": "Dutch"}[lang]
     cmd = f"python benchmarks/bench_selection.py --task conll2002 --language {lang}"
@@ -505,9 +483,8 @@ def write_ner_report(args, lang, n_sent, n_tok, alpha, rows, tuning, selected):
     for B, sel in selected.items():
         lines.append(f"- B = {B} templates: " + " ".join(sel))
     lines.append("")
-    out = RESULTS / f"{stem}.md"
-    out.write_text("\n".join(lines))
-    print(f"wrote {out}")
+    path = write_text(stem, "\n".join(lines))
+    print(f"wrote {path}")
 
 
 # ------------------------------------------------------------------- parsing
@@ -558,21 +535,13 @@ def information_gain(parser, X, y):
 
 
 def parse_data(n_train):
-    from structlearn.datasets import fetch_ud_treebank
-    from _seq_common import SHARED
-
-    def load(subset, n=None):
-        sents = fetch_ud_treebank("en_ewt", subset, data_home=SHARED,
-                                  download_if_missing=False)
-        sents = sents[:n] if n else sents
-        return [s.tokens for s in sents], [s.heads for s in sents]
-    return (*load("train", n_train), *load("test"))
+    return (*ewt_parsing_xy("train", n_train), *ewt_parsing_xy("test"))
 
 
 def refit_parser(templates, Xtr, ytr, Xte, yte):
     p = DependencyParser(loss="hinge", alpha=ALPHA_PARSE, max_iter=10, templates=templates,
                          n_jobs=2, random_state=0)
-    fit_s = _quiet_fit(p, Xtr, ytr)
+    fit_s = quiet_fit(p, Xtr, ytr)
     return p, fit_s, uas(yte, p.predict(Xte))
 
 
@@ -593,7 +562,7 @@ def run_parsing(args):
     for B in BUDGETS["ewt"]:
         sel = GroupLassoSelector(DependencyParser(n_jobs=2), budget=B, K=1000, n_epochs=5,
                                  random_state=0)
-        sel_s = _quiet_fit(sel, Xtr, ytr)
+        sel_s = quiet_fit(sel, Xtr, ytr)
         for method, templates, s_s in (("sparseptron", sel.selected_groups_, sel_s),
                                        ("information gain", ranking[:B], ig_s)):
             p, fit_s, score = refit_parser(templates, Xtr, ytr, Xte, yte)
@@ -603,8 +572,10 @@ def run_parsing(args):
                              fit_s=round(fit_s, 1)))
             print(json.dumps(rows[-1]), flush=True)
     suffix = "" if args.n_train is None else f"_n{args.n_train}"
-    RESULTS.mkdir(exist_ok=True)
-    write_csv(RESULTS / f"selection_ewt{suffix}.csv", rows)
+    stem = out_stem(args, f"selection_ewt{suffix}")
+    if stem is None:
+        return
+    write_csv(f"{stem}.csv", rows)
     lines = ["# Template selection: UD English EWT parsing (Martins et al. 2011, Figure 3)",
              "", f"Command: `python benchmarks/bench_selection.py --task ewt"
              f"{'' if args.n_train is None else ' --n-train ' + str(args.n_train)}`", "",
@@ -615,12 +586,15 @@ def run_parsing(args):
                        "selection (s)", "refit (s)"],
                       [[r["method"], r["budget"], r["templates"], r["features"], r["uas"],
                         r["select_s"], r["fit_s"]] for r in rows]), ""]
-    (RESULTS / f"selection_ewt{suffix}.md").write_text("\n".join(lines))
-    print(f"wrote {RESULTS / f'selection_ewt{suffix}.md'}")
+    path = write_text(stem, "\n".join(lines))
+    print(f"wrote {path}")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        parents=[common_parser("out", "no_write", "data",
+                               out="selection_<task>[...], by the options")])
     ap.add_argument("--task", choices=["conll2000", "ewt", "conll2002"],
                     default="conll2000")
     ap.add_argument("--language", choices=["esp", "ned"], default="esp",
@@ -645,7 +619,7 @@ def main():
     ap.add_argument("--memory", action="store_true",
                     help="also measure the peak memory of the full and B = 30 fits")
     ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = parse_args(ap, argv)
     paper = args.task == "conll2002"
     if args.full_epochs is None:
         args.full_epochs = 15 if paper else 20

@@ -1,10 +1,11 @@
 """Sequence-tagging benchmark: structlearn SequenceTagger vs sklearn-crfsuite.
 
-Tasks (data from ``../shared/data``, standard splits):
+Tasks (data from the data folder, ``$STRUCTLEARN_BENCH_DATA`` or ``--data``,
+default ``../shared/data``; standard splits):
 
 * ``conll2000``: CoNLL-2000 chunking, train on train.txt, chunk span F1
   (conlleval definition) on test.txt.  Features: the CRF++ chunking template
-  of CRFsuite's benchmark (``_seq_common.chunking_features``).
+  of CRFsuite's benchmark (``_common.chunking_features``).
 * ``ewt``: UPOS tagging on UD English EWT, train on train, accuracy on test.
   Features: ``structlearn.datasets.pos_token_features`` (word, suffixes,
   prefix, shape flags, neighbouring words).
@@ -26,7 +27,8 @@ the table gives the median fit and each repeat's ratio; structlearn uses
 (``--memory``): each of the CRF and perceptron pairs is refit in a fresh
 subprocess, which reports the growth of its peak RSS during fit (data
 loading and a 20-sentence warm-up fit excluded: Numba loads its kernels
-and LLVM on first use).
+and LLVM on first use).  The CRFsuite rows are skipped when
+sklearn-crfsuite is not installed.
 
 Usage::
 
@@ -35,24 +37,21 @@ Usage::
     python benchmarks/bench_sequence.py --task ewt
 """
 
-import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
+    common_parser, conll2000_xy, ewt_sentences, machine_info, md_table, out_stem,
+    parse_args, peak_memory_growth, skip_missing_peers, write_csv, write_text)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine_info, md_table, write_csv  # noqa: E402
-from _seq_common import SHARED, conll2000_xy  # noqa: E402
 
 from structlearn import SequenceTagger  # noqa: E402
 from structlearn.losses import Projection  # noqa: E402
@@ -63,10 +62,9 @@ BCFW_EPOCHS = 100  # epoch budget of the certified (bcfw) rows: tol is a 1e-3 re
 
 
 def ewt_xy(subset):
-    from structlearn.datasets import fetch_ud_treebank, pos_token_features
+    from structlearn.datasets import pos_token_features
 
-    sents = fetch_ud_treebank("en_ewt", subset, data_home=SHARED,
-                              download_if_missing=False)
+    sents = ewt_sentences(subset)
     X = [pos_token_features([t["form"] for t in s.tokens]) for s in sents]
     y = [[t["upos"] for t in s.tokens] for s in sents]
     return X, y
@@ -198,45 +196,28 @@ def memory_child(task, name, quick, n_jobs, n_train=None):
     """Fit one model in this (fresh) process; print its peak-RSS growth."""
     data = load(task, quick, n_train)
     lib, make = models(len(data[0]), n_jobs)[name]
-    import gc
-
     # warm up on a few sentences (both libraries): Numba loads its compiled
     # kernels (and LLVM) on first use, a one-off cost of the process that is
     # not the fit's memory -- the timings exclude it likewise
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         make().fit(data[0][:20], data[1][:20])
-    gc.collect()
-    # reset the kernel's peak-RSS counter (Linux), so that the transient peak
-    # of data loading does not hide the fit's
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-    before = _status_kb("VmRSS")
-    est = make()
-    with warnings.catch_warnings():
+    with peak_memory_growth() as mem, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est.fit(data[0], data[1])
-    after = _status_kb("VmHWM")
-    print(json.dumps({"model": name, "peak_growth_mb": round((after - before) / 1024, 1)}))
+        make().fit(data[0], data[1])
+    print(json.dumps({"model": name, **mem}))
 
 
-def _status_kb(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="--quick: 1,000 training / 300 test sentences; --repeat: fit every model "
+               "this many times (interleaved), the table gives the median fit time and "
+               "the per-repeat fit ratios",
+        parents=[common_parser("quick", "n_jobs", "repeat", "out", "no_write", "data",
+                               n_jobs=2, repeat=1, out="sequence_<task>[_n<N>]")])
     ap.add_argument("--task", choices=["conll2000", "ewt"], default="conll2000")
-    ap.add_argument("--quick", action="store_true", help="1,000 training sentences; print only")
     ap.add_argument("--models", default=None, help="comma-separated subset")
-    ap.add_argument("--n-jobs", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="fit every model this many times (interleaved); the table "
-                         "gives the median fit time and the per-repeat fit ratios")
     ap.add_argument("--n-train", type=int, default=None,
                     help="train on the first N sentences only (full test set)")
     ap.add_argument("--memory", action="store_true",
@@ -244,9 +225,12 @@ def main():
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite the Markdown report from the existing CSV")
     ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = parse_args(ap, argv)
+    stem = out_stem(args, f"sequence_{args.task}"
+                    + (f"_n{args.n_train}" if args.n_train else ""))
     if args.report_only:
-        write_report(args, [])
+        if stem:
+            write_report(args, [], stem)
         return
     if args.memory_child:
         memory_child(args.task, args.memory_child, args.quick, args.n_jobs, args.n_train)
@@ -256,6 +240,8 @@ def main():
     names = args.models.split(",") if args.models else list(table)
     if args.task == "ewt":
         names = [n for n in names if n not in ("hinge-slack",)] if args.models is None else names
+    names = skip_missing_peers(names, {n: "sklearn_crfsuite" for n, (lib, _) in table.items()
+                                       if lib == "crfsuite"})
     print(f"{args.task}: {len(data[0])} training / {len(data[2])} test sequences, "
           f"{sum(map(len, data[0]))} training tokens")
     # warm up (both libraries) on a few sentences: Numba loads its kernels
@@ -287,8 +273,8 @@ def main():
                 if row["model"] == name:
                     row["peak_growth_mb"] = mem["peak_growth_mb"]
             print(out.strip(), flush=True)
-    if not args.quick:
-        write_report(args, rows)
+    if stem:
+        write_report(args, rows, stem)
 
 
 def _merge_previous(path, rows):
@@ -320,14 +306,12 @@ def _fit_cell(row):
     return f"{row['fit_s']:.1f}" + (f" ({runs})" if " / " in runs else "")
 
 
-def write_report(args, rows):
-    RESULTS.mkdir(exist_ok=True)
-    stem = f"sequence_{args.task}" + (f"_n{args.n_train}" if args.n_train else "")
-    rows = _merge_previous(RESULTS / f"{stem}.csv", rows)
+def write_report(args, rows, stem):
+    rows = _merge_previous(Path(f"{stem}.csv"), rows)
     fields = ["task", "model", "library", "fit_s", "fit_runs", "predict_s", "accuracy", "f1",
               "iterations", "n_params", "objective", "gap", "support_mean", "support_1",
               "peak_growth_mb", "warnings"]
-    write_csv(RESULTS / f"{stem}.csv", rows, fields)
+    write_csv(f"{stem}.csv", rows, fields)
     by = {r["model"]: r for r in rows}
 
     def ratio(a, b, key):
@@ -385,8 +369,8 @@ def write_report(args, rows):
     else:
         text += ["(No peer in this run: see sequence_conll2000.md for the CRFsuite "
                  "comparison.)", ""]
-    (RESULTS / f"{stem}.md").write_text("\n".join(text))
-    print(f"wrote {RESULTS / stem}.md")
+    path = write_text(stem, "\n".join(text))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Tests marked ``shared`` need the reference copy of the benchmark data in
 ``<repo>/../shared/data`` (override with the environment variable
-``STRUCTLEARN_SHARED_DATA``) and are skipped when it is absent; everything
+``STRUCTLEARN_BENCH_DATA``, as for the benchmarks) and are skipped when it is
+absent; everything
 else (bundled loaders, readers on synthetic files, the download path with a
 ``file://`` URL or a fake ``urlopen``) runs offline on a fresh clone.
 """
@@ -50,7 +51,7 @@ from structlearn.datasets import _base, _ewt, _fetchers
 from structlearn.datasets._checksums import CHECKSUMS
 
 SHARED = Path(
-    os.environ.get("STRUCTLEARN_SHARED_DATA")
+    os.environ.get("STRUCTLEARN_BENCH_DATA")
     or Path(__file__).resolve().parents[2] / "shared" / "data"
 )
 shared = [

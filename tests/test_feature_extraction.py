@@ -15,8 +15,8 @@ from sklearn.feature_extraction import DictVectorizer
 
 from structlearn.feature_extraction import TokenVectorizer, _water_fill
 
-SHARED = Path(os.environ.get("STRUCTLEARN_SHARED_DATA",
-                             Path(__file__).resolve().parents[2] / "shared" / "data"))
+SHARED = Path(os.environ.get("STRUCTLEARN_BENCH_DATA")
+              or Path(__file__).resolve().parents[2] / "shared" / "data")
 CONLL = SHARED / "conll2000_chunking" / "train.txt"
 
 
@@ -659,11 +659,14 @@ def _conll_sentences(path, limit):
 
 
 def _crfpp_chunking_features(sent):
-    # the benchmarks' CRF++ chunking template (benchmarks/_seq_common.py)
+    # the benchmarks' CRF++ chunking template (benchmarks/_common.py; its
+    # thread limits in os.environ are not kept in this process)
     import sys
+    from unittest import mock
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from _seq_common import chunking_features
+    with mock.patch.dict(os.environ):
+        from _common import chunking_features
 
     return chunking_features(sent)
 

@@ -8,19 +8,25 @@ times ``import structlearn`` and then the first fit + predict of one
 estimator on a small slice of bundled data (so the time is compilation and
 cache loading, not training).
 
-    python benchmarks/bench_compile.py [--repeat 2] [--out results/compile.md]
+    python benchmarks/micro/bench_compile.py [--repeat 2] [--out compile]
 
-Absolute times depend on the machine and its load; compare the rows.
+(``--out compile`` writes ``benchmarks/results/compile.md``; without it the
+table is printed only.)  Absolute times depend on the machine and its load;
+compare the rows.
 """
 
-import argparse
-import json
-import os
-import subprocess
 import sys
-import tempfile
-import textwrap
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import PINNED, common_parser, out_stem, parse_args, write_text  # noqa: E402
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import textwrap  # noqa: E402
 
 SCENARIOS = {
     "import only": "",
@@ -70,7 +76,9 @@ print(json.dumps({{"import": t1 - t0, "first_call": t2 - t1}}))
 
 
 def run(body, cache_dir):
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    # a user's environment: without the thread limits _common sets for the benchmarks
+    env = {k: v for k, v in os.environ.items() if k not in PINNED}
+    env["NUMBA_CACHE_DIR"] = cache_dir
     code = _RUNNER.format(body=textwrap.indent(textwrap.dedent(body), ""))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True)
@@ -78,11 +86,12 @@ def run(body, cache_dir):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=2, help="warm runs per scenario")
-    parser.add_argument("--out", default=None, help="also write the table to this file")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="--repeat: warm runs per scenario",
+        parents=[common_parser("repeat", "out", "no_write", repeat=2)])
     parser.add_argument("--only", default=None, help="run scenarios whose name contains this")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     rows = []
     for name, body in SCENARIOS.items():
         if args.only and args.only not in name:
@@ -100,10 +109,12 @@ def main(argv=None):
     lines += [f"| {r[0]} | {r[1]:.1f} | {r[2]:.1f} | {r[3]:.2f} | {r[4]:.2f} |" for r in rows]
     table = "\n".join(lines)
     print(table)
-    if args.out:
-        Path(args.out).write_text(
-            "Numba compile time (`python benchmarks/bench_compile.py`); each row a fresh "
-            "interpreter, cold = empty NUMBA_CACHE_DIR.\n\n" + table + "\n")
+    stem = out_stem(args, None)
+    if stem:
+        path = write_text(
+            stem, "Numba compile time (`python benchmarks/micro/bench_compile.py`); each row "
+            "a fresh interpreter, cold = empty NUMBA_CACHE_DIR.\n\n" + table + "\n")
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -10,25 +10,31 @@ constant feature of value ``c`` (its weight's penalty is ``1 / c^2`` of an
 intercept's), and prints test Hamming loss, the training objective and
 BCFW's certified gap.  Reported in docs/benchmarks.rst (Multilabel).
 
-    python benchmarks/check_intercept_penalty.py
+    python benchmarks/micro/check_intercept_penalty.py
 """
 
-import os
 import sys
-import warnings
+from pathlib import Path
 
-import numpy as np
-from sklearn.metrics import hamming_loss
-from sklearn.preprocessing import StandardScaler
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import common_parser, load_mulan, parse_args  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_multilabel import load  # noqa: E402
+import argparse  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+from sklearn.metrics import hamming_loss  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from structlearn import MultiLabelClassifier  # noqa: E402
 
 
-def main():
-    Xtr, Ytr, Xte, Yte = load("scene")
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 epilog="Prints a table; writes nothing.",
+                                 parents=[common_parser("data")])
+    parse_args(ap, argv)
+    Xtr, Ytr, Xte, Yte = load_mulan("scene")
     sc = StandardScaler().fit(Xtr)
     Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
     print("constant c | solver | test HL | objective | certified gap")

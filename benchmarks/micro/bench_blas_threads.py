@@ -9,21 +9,34 @@ an idle machine and under load (``--load N`` busy-looping processes, as
 when other jobs or parallel folds share the cores), and reports the ratio
 unlimited / limited, measured side by side.
 
-    python benchmarks/bench_blas_threads.py [--load 2] [--repeat 3]
+    python benchmarks/micro/bench_blas_threads.py [--load 2] [--repeat 3]
+
+Unlike the other benchmarks, OpenBLAS keeps its default here (one thread per
+core), since the unlimited runs measure exactly that.
 """
 
-import argparse
-import contextlib
-import multiprocessing as mp
-import time
-import warnings
+import os
+import sys
+from pathlib import Path
 
-from _seq_common import SHARED
+# before _common, which would pin OpenBLAS to one thread (it keeps a value already set)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", str(os.cpu_count()))
 
-import structlearn.estimators._base as base
-from structlearn import LabelRanker, MultiLabelClassifier, OrdinalRegressor
-from structlearn.datasets import fetch_chu_ghahramani, fetch_label_ranking, fetch_mulan
-from structlearn.losses import Projection
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import (  # noqa: E402
+    common_parser, fetch_shared, md_table, out_stem, parse_args, write_text)
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import multiprocessing as mp  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import structlearn.estimators._base as base  # noqa: E402
+from structlearn import LabelRanker, MultiLabelClassifier, OrdinalRegressor  # noqa: E402
+from structlearn.datasets import (  # noqa: E402
+    fetch_chu_ghahramani, fetch_label_ranking, fetch_mulan)
+from structlearn.losses import Projection  # noqa: E402
 
 
 def _spin(stop):
@@ -32,9 +45,9 @@ def _spin(stop):
 
 
 def cases():
-    X, Y = fetch_label_ranking("calhousing", data_home=SHARED, download_if_missing=False)[:2]
-    Xm, Ym = fetch_mulan("yeast", data_home=SHARED, download_if_missing=False)[:2]
-    Xo, yo = fetch_chu_ghahramani("abalone", data_home=SHARED, download_if_missing=False)[:2]
+    X, Y = fetch_shared(fetch_label_ranking, "calhousing")[:2]
+    Xm, Ym = fetch_shared(fetch_mulan, "yeast")[:2]
+    Xo, yo = fetch_shared(fetch_chu_ghahramani, "abalone")[:2]
     return [
         ("multilabel yeast, sparsemap", lambda: MultiLabelClassifier(loss="sparsemap"), Xm, Ym),
         ("multilabel yeast, hinge (SGD)", lambda: MultiLabelClassifier(loss="hinge",
@@ -45,7 +58,7 @@ def cases():
     ]
 
 
-def timed_fit(make, X, Y, limited, repeat):
+def best_fit_time(make, X, Y, limited, repeat):
     original = base.blas_threads
     if not limited:
         base.blas_threads = lambda n_jobs: contextlib.nullcontext()
@@ -60,11 +73,12 @@ def timed_fit(make, X, Y, limited, repeat):
         base.blas_threads = original
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        parents=[common_parser("repeat", "out", "no_write", "data", repeat=3)])
     ap.add_argument("--load", type=int, default=2, help="busy processes for the loaded runs")
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+    args = parse_args(ap, argv)
     warnings.simplefilter("ignore")
     rows = []
     for name, make, X, Y in cases():
@@ -75,8 +89,8 @@ def main():
             for p in procs:
                 p.start()
             try:
-                lim = timed_fit(make, X, Y, True, args.repeat)
-                unl = timed_fit(make, X, Y, False, args.repeat)
+                lim = best_fit_time(make, X, Y, True, args.repeat)
+                unl = best_fit_time(make, X, Y, False, args.repeat)
             finally:
                 stop.set()
                 for p in procs:
@@ -84,11 +98,17 @@ def main():
             rows.append((name, load, lim, unl))
             print(f"{name:34s} load {load}: limited {lim:7.2f} s, unlimited {unl:7.2f} s, "
                   f"ratio {unl / lim:5.2f}", flush=True)
-    print("\n| model | busy processes | fit, BLAS = n_jobs (s) | fit, BLAS unlimited (s) "
-          "| unlimited / limited |")
-    print("|---|---:|---:|---:|---:|")
-    for name, load, lim, unl in rows:
-        print(f"| {name} | {load} | {lim:.2f} | {unl:.2f} | {unl / lim:.2f} |")
+    table = md_table(["model", "busy processes", "fit, BLAS = n_jobs (s)",
+                      "fit, BLAS unlimited (s)", "unlimited / limited"],
+                     [[name, load, f"{lim:.2f}", f"{unl:.2f}", f"{unl / lim:.2f}"]
+                      for name, load, lim, unl in rows])
+    print("\n" + table)
+    stem = out_stem(args, None)
+    if stem:
+        path = write_text(stem, "# BLAS threads inside fit: limited to n_jobs vs unlimited\n\n"
+                          f"`python benchmarks/micro/bench_blas_threads.py --load {args.load} "
+                          f"--repeat {args.repeat}`\n\n" + table + "\n")
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -6,18 +6,23 @@ of ``max_{mu in M} <theta, mu> - 1/2 ||mu||^2`` and how sparse is its
 solution?  Random scores on the permutahedron, the Birkhoff polytope and the
 knapsack polytope; the optimum is the converged active-set solution.
 
-    python benchmarks/bench_sparsemap_solvers.py [--quick]
+    python benchmarks/micro/bench_sparsemap_solvers.py [--quick]
 
-Writes ``benchmarks/results/sparsemap_solvers.md``.
+Writes ``benchmarks/results/sparsemap_solvers.md`` (``--quick``: prints only).
 """
 
-import argparse
-import time
+import sys
 from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import common_parser, out_stem, parse_args, write_text  # noqa: E402
 
-from structlearn.structures import Birkhoff, Knapsack, Permutahedron
+import argparse  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from structlearn.structures import Birkhoff, Knapsack, Permutahedron  # noqa: E402
 
 METHODS = ["active-set", "vanilla", "away-step", "pairwise"]
 
@@ -61,20 +66,23 @@ def to_markdown(rows):
     return "\n".join(out)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="--quick: 3 budgets, 5 instances per structure",
+        parents=[common_parser("quick", "out", "no_write", out="sparsemap_solvers")])
+    args = parse_args(ap, argv)
     rows = run(args.quick)
     md = to_markdown(rows)
     print(md)
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "sparsemap_solvers.md").write_text(
-        "# SparseMAP solvers: active set vs conditional gradient\n\n"
-        "Command: `python benchmarks/bench_sparsemap_solvers.py`. Relative gap = "
-        "(f* - f) / max(|f*|, 1) to the converged active-set optimum; support = "
-        "number of structures with positive weight.\n\n" + md + "\n")
+    stem = out_stem(args, "sparsemap_solvers")
+    if stem:
+        path = write_text(
+            stem, "# SparseMAP solvers: active set vs conditional gradient\n\n"
+            "Command: `python benchmarks/micro/bench_sparsemap_solvers.py`. Relative gap = "
+            "(f* - f) / max(|f*|, 1) to the converged active-set optimum; support = "
+            "number of structures with positive weight.\n\n" + md + "\n")
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -13,20 +13,20 @@ noisy machine).  The two paths must agree (checked before timing).
 
 Usage::
 
-    python benchmarks/bench_crf_eval.py [--repeat 9]
+    python benchmarks/micro/bench_crf_eval.py [--repeat 9]
 """
 
-import os
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
+    common_parser, conll2000_xy, machine_info, md_table, out_stem, parse_args, write_text)
 
 import argparse  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-from _common import RESULTS, machine_info, md_table  # noqa: E402
-from _seq_common import conll2000_xy  # noqa: E402
 
 from structlearn import SequenceTagger  # noqa: E402
 from structlearn.estimators.sequence import chain_problem  # noqa: E402
@@ -40,10 +40,12 @@ class GenericCRF(CRF):
     gibbs_likelihood = False
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeat", type=int, default=9)
-    args = ap.parse_args()
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        parents=[common_parser("repeat", "out", "no_write", "data", repeat=9,
+                               out="crf_eval")])
+    args = parse_args(ap, argv)
     X, y = conll2000_xy("train")
     est = SequenceTagger(loss="crf")
     vec, tokens, tok_off, y_int, classes, sup_ptr, sup_label, d = \
@@ -70,13 +72,15 @@ def main():
                          f"{med[name] / med['generic']:.2f}"])
         print(rows[-2], rows[-1], flush=True)
     text = ["# One CRF evaluation on CoNLL-2000: fused kernel vs generic path", "",
-            f"Command: `python benchmarks/bench_crf_eval.py --repeat {args.repeat}`; "
+            f"Command: `python benchmarks/micro/bench_crf_eval.py --repeat {args.repeat}`; "
             f"{len(y_int)} tokens, {K} tags, {int(sup_ptr[-1])} support weights.", "",
             "Machine: " + ", ".join(f"{k} {v}" for k, v in machine_info().items()), "",
             md_table(["threads", "path", "min (s)", "median (s)", "median / generic"], rows),
             ""]
-    (RESULTS / "crf_eval.md").write_text("\n".join(text))
-    print(f"wrote {RESULTS / 'crf_eval.md'}")
+    stem = out_stem(args, "crf_eval")
+    if stem:
+        path = write_text(stem, "\n".join(text))
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":
