@@ -96,8 +96,9 @@ class SelectedSentences(list):
 
 class TemplateRestrictor:
     """Restrictor of parser sentences: the sentences themselves, as
-    :class:`SelectedSentences` carrying the kept templates (the features are
-    computed from the sentences, so only whole templates can be dropped).
+    :class:`~structlearn.feature_selection.SelectedSentences` carrying the
+    kept templates (the features are computed from the sentences, so only
+    whole templates can be dropped).
 
     Parameters
     ----------
