@@ -170,3 +170,20 @@ def test_predict_marginals_cover_every_token_once(loss):
             for s, e, lab, _ in segs:
                 want[s:e, est.classes_.index(lab)] = 1.0
             np.testing.assert_array_equal(m, want)
+
+
+def test_template_selection_on_segments_keeps_the_informative_template():
+    from sklearn.pipeline import make_pipeline
+
+    from structlearn.feature_selection import GroupLassoSelector
+
+    X, y = segment_data(60, seed=4)
+    rng = np.random.RandomState(0)
+    X = [[dict(t, noise=str(rng.randint(20))) for t in s] for s in X]
+    sel = GroupLassoSelector(SegmentTagger(), budget=1, K=20, random_state=0).fit(X, y)
+    assert sel.selected_groups_ == ["w"]
+    assert all(set(t) == {"w"} for s in sel.transform(X) for t in s)
+    pipe = fit(make_pipeline(GroupLassoSelector(SegmentTagger(), budget=1, K=20,
+                                                random_state=0),
+                             SegmentTagger(loss="hinge", max_iter=20, random_state=0)), X, y)
+    assert pipe.score(X, y) > 0.9

@@ -8,6 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import check_solution
 from ..feature_extraction import TokenVectorizer
 from ..feature_maps import RaggedBatch, SegmentFeatureMap, checked_tokens
+from ..feature_selection import DictRestrictor, SelectionProblem, SequenceArrayRestrictor
 from ..kernels.linear import narrow_ints, observed_support
 from ..losses import get_loss
 from ..solvers import RaggedProblem, n_workers, thread_map
@@ -124,6 +125,33 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         t_start = time.perf_counter()
         loss = get_loss(self.loss)
         solver = self._check_params(loss)
+        d = self._prepare(X, y, loss)
+        problem = d["problem_with"](loss)
+        solver = self._dual_when_auto(solver, loss, problem.n_samples)
+        z0 = self._initial_point(problem, loss, Segments, None, d["problem_with"], solver)
+        if self.verbose:
+            print(f"[SegmentTagger] {problem.n_samples} sequences, {len(d['codes'])} tokens, "
+                  f"{len(d['classes'])} labels, segments up to {d['M']} tokens, "
+                  f"{problem.n_params} parameters")
+        z, n_iter, obj = self._run_solver(solver, problem, z0, loss,
+                                          (d["codes"], d["kept_off"]))
+        check_solution(z, obj, "SegmentTagger")
+        self._z = np.array(z, dtype=np.float64)
+        self._sup_ptr, self._sup_label = d["sup_ptr"], d["sup_label"]
+        self.classes_ = list(d["classes"])
+        #: the labels that were chunks in training (the others are one-token
+        #: segments such as 'O': not spans)
+        self._chunk_labels = {s[2] for seq in d["segs"] for s in seq if s[3]}
+        self.max_length_ = int(d["M"])
+        self.scheme_ = d["scheme"]
+        self.vectorizer_ = d["vec"]
+        self.n_features_in_ = d["n_cols"]
+        self._record_fit(loss, solver, n_iter, obj, t_start)
+        return self
+
+    def _prepare(self, X, y, loss):
+        """Checked targets, vectorised tokens, the feature map and a
+        ``problem_with(loss)`` builder (nothing of the estimator is set)."""
         if y is None:
             raise ValueError("SegmentTagger requires y to be passed, but the target y is "
                              "None.")
@@ -133,54 +161,53 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         scheme = self._scheme_of(y)
         vec = TokenVectorizer(min_freq=self.min_freq, n_features=self.n_features)
         enc = vec._fit(X, transform=True, raw=True)
-        lengths = np.diff(enc.tok_off)
-        segs = self._segments(y, lengths, scheme)
+        segs = self._segments(y, np.diff(enc.tok_off), scheme)
         classes = _sorted_labels({s[2] for seq in segs for s in seq})
         if not classes:
             raise ValueError("all training sequences are empty: nothing to learn from.")
-        index = {c: k for k, c in enumerate(classes)}
         longest = max(e - s for seq in segs for s, e, _, _ in seq)
         M = longest if self.max_length is None else self.max_length
         if not isinstance(M, (int, np.integer)) or isinstance(M, bool) or M < 1:
             raise ValueError(f"max_length must be a positive integer or None, got {M!r}.")
-        codes = self._codes(segs, index, M)
+        codes = self._codes(segs, {c: k for k, c in enumerate(classes)}, M)
         K = len(classes)
         cost = segment_penalties(self.precision_penalty, self.recall_penalty,
                                  self.mismatch_penalty, classes)
         loss.check(Segments(K, [0, 1], M, **cost))
-        keep, kept_off = _drop_empty(enc.tok_off)
-        labels = codes // 2
-        sup_ptr, sup_label = observed_support(enc.indptr, enc.indices, labels, enc.n_cols, K)
+        _, kept_off = _drop_empty(enc.tok_off)
+        sup_ptr, sup_label = observed_support(enc.indptr, enc.indices, codes // 2,
+                                              enc.n_cols, K)
         sup_label = narrow_ints(sup_label, K)
-        tokens = checked_tokens(enc, sup_ptr)
-        fmap = SegmentFeatureMap(tokens, kept_off, K, M, sup_ptr, sup_label,
-                                 self.fit_intercept)
+        fmap = SegmentFeatureMap(checked_tokens(enc, sup_ptr), kept_off, K, M, sup_ptr,
+                                 sup_label, self.fit_intercept)
 
         def problem_with(lossobj):
             return RaggedProblem(fmap, codes, lossobj,
                                  lambda off, warm: Segments(K, off, M, warm_cache=warm, **cost),
                                  self.n_jobs)
 
-        problem = problem_with(loss)
-        solver = self._dual_when_auto(solver, loss, problem.n_samples)
-        z0 = self._initial_point(problem, loss, Segments, None, problem_with, solver)
-        if self.verbose:
-            print(f"[SegmentTagger] {problem.n_samples} sequences, {len(codes)} tokens, "
-                  f"{K} labels, segments up to {M} tokens, {problem.n_params} parameters")
-        z, n_iter, obj = self._run_solver(solver, problem, z0, loss, (codes, kept_off))
-        check_solution(z, obj, "SegmentTagger")
-        self._z = np.array(z, dtype=np.float64)
-        self._sup_ptr, self._sup_label = sup_ptr, sup_label
-        self.classes_ = list(classes)
-        #: the labels that were chunks in training (the others are one-token
-        #: segments such as 'O': not spans)
-        self._chunk_labels = {s[2] for seq in segs for s in seq if s[3]}
-        self.max_length_ = int(M)
-        self.scheme_ = scheme
-        self.vectorizer_ = vec
-        self.n_features_in_ = enc.n_cols
-        self._record_fit(loss, solver, n_iter, obj, t_start)
-        return self
+        return dict(vec=vec, n_cols=enc.n_cols, segs=segs, classes=classes, M=M, codes=codes,
+                    kept_off=kept_off, sup_ptr=sup_ptr, sup_label=sup_label, scheme=scheme,
+                    problem_with=problem_with)
+
+    def selection_problem(self, X, y, loss=None):
+        """The training problem on (X, y) with the input column of every
+        weight: the hook of feature selection (see
+        :meth:`SequenceTagger.selection_problem`).  A feature's inside,
+        first-token and last-token weights belong to its column; the
+        length, transition, start / end and bias weights to none."""
+        loss = get_loss(self.loss if loss is None else loss)
+        d = self._prepare(X, y, loss)
+        problem = d["problem_with"](loss)
+        vec = d["vec"]
+        cols = np.repeat(np.arange(d["n_cols"]), np.diff(d["sup_ptr"]))
+        param_column = np.concatenate([cols, cols, cols,
+                                       np.full(problem.n_params - 3 * len(cols), -1)])
+        return SelectionProblem(problem, param_column, d["n_cols"], vec.templates_,
+                                vec.template_names_,
+                                DictRestrictor(vec) if vec.input_type_ == "dict"
+                                else SequenceArrayRestrictor(d["n_cols"]),
+                                column_names=lambda: list(vec.feature_names_out_))
 
     def _codes(self, segs, index, M):
         codes = []
