@@ -4,7 +4,7 @@
 solvers and the typed MAP oracles (which are passed to them as first-class
 functions and therefore need explicit signatures) made up nearly all of a
 cold ``import structlearn`` -- over a minute on a loaded two-core machine
-with an empty cache (``benchmarks/bench_compile.py``) -- although a fit uses
+with an empty cache (``benchmarks/micro/bench_compile.py``) -- although a fit uses
 one oracle and one or two solvers.  :func:`njit_on_first_call` defers the
 compilation (or the loading from Numba's on-disk cache) to the first call.
 

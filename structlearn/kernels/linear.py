@@ -362,7 +362,7 @@ def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, s
     then finds in cache after its scoring pass (the supports of the word
     features are scattered at random over the weights: separate arrays
     cost one more cache miss per entry).  On CoNLL-2000 an evaluation
-    takes 0.90x the generic path's time (``benchmarks/bench_crf_eval.py``).
+    takes 0.90x the generic path's time (``benchmarks/micro/bench_crf_eval.py``).
     The gradient in ``[transitions (K*K), start (K), end (K), bias (K)]``
     is added to ``g_rest``.  Returns the per-sequence losses
     ``max(log Z - s(y), 0)``.

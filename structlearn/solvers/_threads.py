@@ -27,7 +27,7 @@ def blas_threads(n_jobs):
     fast on one BLAS thread as on several; on a loaded one (other processes
     or parallel folds on the same cores) OpenBLAS threads spin and wait, and
     a multilabel fit on ``yeast`` ran 12x slower with two BLAS threads than
-    with one (``benchmarks/bench_blas_threads.py``).
+    with one (``benchmarks/micro/bench_blas_threads.py``).
     """
     if not _BLAS:
         from threadpoolctl import ThreadpoolController  # a scikit-learn dependency
