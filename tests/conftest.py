@@ -1,4 +1,12 @@
-"""Shared test configuration: hypothesis profiles.
+"""Shared test configuration: the test folders on ``sys.path``, hypothesis profiles.
+
+The tests mirror the package (``kernels/``, ``structures/``, ``solvers/``,
+``estimators/``; the cross-cutting suites -- properties, fuzzing,
+robustness, persistence, real data -- at the top).  Test modules share
+their brute-force references by module name (``tree_brute``,
+``test_chain_kernels.phi_ref``, ``test_estimators.ordinal_data``, ...), so
+every test folder is put on ``sys.path`` here; test module names are unique
+across folders.
 
 ``ci`` (the default) is reproducible: examples are derived from the test
 itself (``derandomize``), so a failure in CI fails the same way locally, and
@@ -8,8 +16,15 @@ examples on every run; select it with ``HYPOTHESIS_PROFILE=dev``.
 """
 
 import os
+import sys
+from pathlib import Path
 
 from hypothesis import settings
+
+_HERE = Path(__file__).resolve().parent
+for _d in sorted(p for p in _HERE.iterdir() if p.is_dir() and p.name[0] not in "._"):
+    if str(_d) not in sys.path:
+        sys.path.insert(0, str(_d))
 
 settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
 settings.register_profile("dev", deadline=None, print_blob=True)
