@@ -323,7 +323,7 @@ def test_sparsemap_ragged_chain(seed, K):
         # Optimality: <grad, v - mu> <= 0 for every vertex, and agreement with
         # a generic QP over the enumerated vertices.  (Transitions are not
         # penalised, so supports can be affinely dependent in the unary
-        # coordinates; see tests/test_sparsemap_degenerate.py.)
+        # coordinates; see tests/kernels/test_sparsemap_degenerate.py.)
         grad = blk.theta.copy()
         grad[:nu] -= m[:nu]
         assert np.max((blk.Phi - m) @ grad) <= 1e-8

@@ -1,4 +1,5 @@
-"""Tests for the Numba kernels in ``structlearn.kernels``.
+"""Tests for the projection and assignment kernels of ``structlearn.kernels``
+(isotonic, simplex, birkhoff, sinkhorn, assignment).
 
 Every kernel is checked against an independent, slow reference written
 here with numpy/scipy: brute-force formulas, generic solvers over the
