@@ -52,8 +52,11 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
     alpha, fit_intercept, solver, max_iter, tol, random_state, n_jobs, verbose
         As in :class:`SequenceTagger`.
     max_length : int or None, default=None
-        The longest segment; None takes the longest chunk of the training
-        data (a longer training chunk is an error).
+        The longest segment.  None: per label, the longest segment of that
+        label in the training data (so the one-token 'O' segments cost one
+        part per token; on CoNLL-2000 this divides the segment parts by
+        ~3); an int: that length for every label (a longer training chunk
+        is an error).
     scheme : {'auto', 'bio', 'iob1', 'iobes', 'spans'}, default='auto'
         How y is given, and so how ``predict`` answers: 'auto' takes spans
         when y's sequences hold 3-tuples, 'iobes' when a tag starts with
@@ -79,6 +82,9 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
     classes_ : list
         Segment labels, sorted (chunk types and the one-token labels).
     max_length_ : int
+        The longest segment of any label.
+    label_max_length_ : dict
+        The longest segment of each label.
     scheme_ : str
     vectorizer_ : TokenVectorizer
     n_iter_, objective_, solver_, loss_, duality_gap_
@@ -142,7 +148,8 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         #: the labels that were chunks in training (the others are one-token
         #: segments such as 'O': not spans)
         self._chunk_labels = {s[2] for seq in d["segs"] for s in seq if s[3]}
-        self.max_length_ = int(d["M"])
+        self.max_length_ = int(d["Mk"].max())
+        self.label_max_length_ = dict(zip(self.classes_, d["Mk"].tolist()))
         self.scheme_ = d["scheme"]
         self.vectorizer_ = d["vec"]
         self.n_features_in_ = d["n_cols"]
@@ -165,28 +172,34 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         classes = _sorted_labels({s[2] for seq in segs for s in seq})
         if not classes:
             raise ValueError("all training sequences are empty: nothing to learn from.")
-        longest = max(e - s for seq in segs for s, e, _, _ in seq)
-        M = longest if self.max_length is None else self.max_length
-        if not isinstance(M, (int, np.integer)) or isinstance(M, bool) or M < 1:
-            raise ValueError(f"max_length must be a positive integer or None, got {M!r}.")
-        codes = self._codes(segs, {c: k for k, c in enumerate(classes)}, M)
+        index = {c: k for k, c in enumerate(classes)}
         K = len(classes)
+        M = self.max_length
+        if M is None:
+            M = np.zeros(K, dtype=np.int64)
+            for seq in segs:
+                for s, e, label, _ in seq:
+                    M[index[label]] = max(M[index[label]], e - s)
+        elif not isinstance(M, (int, np.integer)) or isinstance(M, bool) or M < 1:
+            raise ValueError(f"max_length must be a positive integer or None, got {M!r}.")
+        codes = self._codes(segs, index, M)
+        Mk = np.ascontiguousarray(np.broadcast_to(M, (K,)), dtype=np.int64)
         cost = segment_penalties(self.precision_penalty, self.recall_penalty,
                                  self.mismatch_penalty, classes)
-        loss.check(Segments(K, [0, 1], M, **cost))
+        loss.check(Segments(K, [0, 1], Mk, **cost))
         _, kept_off = _drop_empty(enc.tok_off)
         sup_ptr, sup_label = observed_support(enc.indptr, enc.indices, codes // 2,
                                               enc.n_cols, K)
         sup_label = narrow_ints(sup_label, K)
-        fmap = SegmentFeatureMap(checked_tokens(enc, sup_ptr), kept_off, K, M, sup_ptr,
+        fmap = SegmentFeatureMap(checked_tokens(enc, sup_ptr), kept_off, K, Mk, sup_ptr,
                                  sup_label, self.fit_intercept)
 
         def problem_with(lossobj):
             return RaggedProblem(fmap, codes, lossobj,
-                                 lambda off, warm: Segments(K, off, M, warm_cache=warm, **cost),
+                                 lambda off, warm: Segments(K, off, Mk, warm_cache=warm, **cost),
                                  self.n_jobs)
 
-        return dict(vec=vec, n_cols=enc.n_cols, segs=segs, classes=classes, M=M, codes=codes,
+        return dict(vec=vec, n_cols=enc.n_cols, segs=segs, classes=classes, Mk=Mk, codes=codes,
                     kept_off=kept_off, sup_ptr=sup_ptr, sup_label=sup_label, scheme=scheme,
                     problem_with=problem_with)
 
@@ -213,10 +226,10 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         codes = []
         for i, seq in enumerate(segs):
             for s, e, label, _ in seq:
-                if e - s > M:
+                k = index[label]
+                if np.ndim(M) == 0 and e - s > M:
                     raise ValueError(f"y[{i}]: the segment {(s, e, label)!r} is longer than "
                                      f"max_length={M}.")
-                k = index[label]
                 codes += [2 * k + 1] + [2 * k] * (e - s - 1)
         return np.asarray(codes, dtype=np.int64)
 
@@ -232,7 +245,8 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         if len(keep) == 0:
             return None, keep, kept_off, lengths
         K, M = len(self.classes_), self.max_length_
-        fmap = SegmentFeatureMap(checked_tokens(enc, self._sup_ptr), kept_off, K, M,
+        Mk = np.array([self.label_max_length_[c] for c in self.classes_], dtype=np.int64)
+        fmap = SegmentFeatureMap(checked_tokens(enc, self._sup_ptr), kept_off, K, Mk,
                                  self._sup_ptr, self._sup_label,
                                  len(self._z) > 3 * int(self._sup_ptr[-1]) + M * K + K * K
                                  + 2 * K)
@@ -240,7 +254,7 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
 
         def run(ab):
             off = kept_off[ab[0]:ab[1] + 1] - kept_off[ab[0]]
-            st = Segments(K, off, M)
+            st = Segments(K, off, Mk)
             return fn(fmap.scores(self._z, RaggedBatch(fmap.contiguous(*ab), off, None, st)),
                       st)
 

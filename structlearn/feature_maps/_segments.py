@@ -37,7 +37,9 @@ class SegmentFeatureMap(TokenBatches):
         self.tokens = tokens
         self.pos_off = np.ascontiguousarray(tok_off, dtype=np.int64)
         self.K = K = int(n_labels)
-        self.M = M = int(max_length)
+        #: the longest segment of each label (an int: of every label), and of all
+        self.Mk = np.ascontiguousarray(np.broadcast_to(max_length, (K,)), dtype=np.int64)
+        self.M = M = int(self.Mk.max())
         self.sup_ptr, self.sup_label = sup_ptr, sup_label
         self.fit_intercept = fit_intercept
         self.n_samples = len(self.pos_off) - 1
@@ -72,7 +74,7 @@ class SegmentFeatureMap(TokenBatches):
         return segment_assemble_scores(U[0], U[1], U[2], np.ascontiguousarray(W_len),
                                        np.ascontiguousarray(trans), start, end, bias,
                                        batch.pos_off, batch.structure.part_off, self.K,
-                                       self.M)
+                                       self.M, self.Mk)
 
     def _reduce(self, G, batch):
         return segment_reduce_grad(np.ascontiguousarray(G, dtype=np.float64), batch.pos_off,

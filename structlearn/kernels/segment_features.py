@@ -17,12 +17,12 @@ from numba import njit
 
 @njit(cache=True, nogil=True)
 def segment_assemble_scores(U_in, U_first, U_last, W_len, trans, start, end, bias, tok_off,
-                            part_off, K, M):
+                            part_off, K, M, Mk):
     """Flat segmentation scores from per-token label scores: the segment
     ``(s, e, k)`` scores ``sum_{t=s..e} U_in[t, k] + U_first[s, k] +
     U_last[e, k] + W_len[e - s, k] + bias[k]``; the transition, start and
     end scores are copied into every block.  Entries that stand for no
-    segment are 0."""
+    segment (longer than ``Mk[k]`` or starting before the first token) are 0."""
     n = tok_off.shape[0] - 1
     theta = np.zeros(part_off[n])
     for i in range(n):
@@ -32,7 +32,7 @@ def segment_assemble_scores(U_in, U_first, U_last, W_len, trans, start, end, bia
         for e in range(L):
             for k in range(K):
                 acc = U_last[o + e, k] + bias[k]
-                for ln in range(min(M, e + 1)):
+                for ln in range(min(Mk[k], e + 1)):
                     s = e - ln
                     acc += U_in[o + s, k]
                     theta[base + (e * M + ln) * K + k] = acc + U_first[o + s, k] + W_len[ln, k]

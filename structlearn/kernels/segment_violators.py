@@ -17,7 +17,7 @@ NEG_INF = -np.inf
 
 
 @njit(cache=True, nogil=True)
-def _backward_max(theta, base, L, K, M):
+def _backward_max(theta, base, L, K, M, Mk):
     """Backward max-sum recursion of one sequence.
 
     ``B[e, k]``: the best score of the completions after a segment of label
@@ -48,7 +48,7 @@ def _backward_max(theta, base, L, K, M):
             B[s, k] = best
         for k in range(K):
             best = NEG_INF
-            for ln in range(min(M, L - s)):
+            for ln in range(min(Mk[k], L - s)):
                 e = s + ln
                 v = theta[base + (e * M + ln) * K + k] + B[e, k]
                 if v > best:
@@ -80,7 +80,7 @@ def _backtrack2(Vl, Vr, Pa, Pr, L, k, r, y, yoff):
 
 
 @njit(cache=True, nogil=True)
-def _second_best_into(theta, base, L, K, M, y, yoff, out):
+def _second_best_into(theta, base, L, K, M, Mk, y, yoff, out):
     """The best segmentation of one sequence other than ``y`` (written into
     ``out``; ``y`` itself when it is the only segmentation).
 
@@ -118,7 +118,7 @@ def _second_best_into(theta, base, L, K, M, y, yoff, out):
                         Pa[e, k, 1] = a
                         Pr[e, k, 1] = r
         for k in range(K):
-            for ln in range(min(M, e + 1)):
+            for ln in range(min(Mk[k], e + 1)):
                 for r in range(2):
                     v = theta[base + (e * M + ln) * K + k] + P[e - ln, k, r]
                     if v > V[e, k, 0]:
@@ -167,7 +167,7 @@ def _second_best_into(theta, base, L, K, M, y, yoff, out):
 
 
 @njit(cache=True, nogil=True)
-def segment_second_best_batch(theta, y, part_off, tok_off, K, M):
+def segment_second_best_batch(theta, y, part_off, tok_off, K, M, Mk):
     """Top-2 oracle: per sequence, the best segmentation different from
     ``y`` (``y`` where it is the only one), with its score."""
     n = tok_off.shape[0] - 1
@@ -175,13 +175,13 @@ def segment_second_best_batch(theta, y, part_off, tok_off, K, M):
     scores = np.empty(n)
     for i in range(n):
         scores[i] = _second_best_into(theta, part_off[i], tok_off[i + 1] - tok_off[i], K, M,
-                                      y, tok_off[i], out)
+                                      Mk, y, tok_off[i], out)
     return out, scores
 
 
 # ------------------------------------------------------------ exact slack
 @njit(cache=True, nogil=True)
-def _max_cost(icost, base, L, K, M):
+def _max_cost(icost, base, L, K, M, Mk):
     """The largest cost of a segmentation of one sequence (a max-sum DP over
     the segment costs alone)."""
     best = np.zeros(L + 1, dtype=np.int64)   # best[t]: tokens 0..t-1
@@ -189,6 +189,8 @@ def _max_cost(icost, base, L, K, M):
         b = -1
         for ln in range(min(M, e + 1)):
             for k in range(K):
+                if ln >= Mk[k]:
+                    continue
                 v = icost[base + (e * M + ln) * K + k] + best[e - ln]
                 if v > b:
                     b = v
@@ -197,7 +199,7 @@ def _max_cost(icost, base, L, K, M):
 
 
 @njit(cache=True, nogil=True)
-def _slack_violator_into(theta, y, icost, base, L, K, M, yoff, out):
+def _slack_violator_into(theta, y, icost, base, L, K, M, Mk, yoff, out):
     """Exact slack-scaling violator of one sequence: ``argmax_{y'} c(y')
     (1 - s(y) + s(y'))`` for integer segment costs ``icost``.
 
@@ -211,7 +213,7 @@ def _slack_violator_into(theta, y, icost, base, L, K, M, yoff, out):
     tr = base + L * M * K
     st = tr + K * K
     en = st + K
-    C = _max_cost(icost, base, L, K, M)
+    C = _max_cost(icost, base, L, K, M, Mk)
     for t in range(L):
         out[yoff + t] = y[yoff + t]
     if C < 1:
@@ -234,7 +236,7 @@ def _slack_violator_into(theta, y, icost, base, L, K, M, yoff, out):
                         bk[e, k, c] = a
                 P[e, k, c] = best
         for k in range(K):
-            for ln in range(min(M, e + 1)):
+            for ln in range(min(Mk[k], e + 1)):
                 p = base + (e * M + ln) * K + k
                 cs = icost[p]
                 sc = theta[p]
@@ -276,7 +278,7 @@ def _slack_violator_into(theta, y, icost, base, L, K, M, yoff, out):
 
 
 @njit(cache=True, nogil=True)
-def segment_slack_violator_batch(theta, y, icost, part_off, tok_off, K, M):
+def segment_slack_violator_batch(theta, y, icost, part_off, tok_off, K, M, Mk):
     """The exact slack-scaling violator of every sequence (flat codes); see
     :func:`_slack_violator_into`.  ``icost`` holds the integer costs of the
     segment parts (the layout of ``theta``)."""
@@ -284,13 +286,13 @@ def segment_slack_violator_batch(theta, y, icost, part_off, tok_off, K, M):
     out = np.empty(tok_off[n], dtype=np.int64)
     for i in range(n):
         _slack_violator_into(theta, y, icost, part_off[i], tok_off[i + 1] - tok_off[i], K, M,
-                             tok_off[i], out)
+                             Mk, tok_off[i], out)
     return out
 
 
 # --------------------------------------------------------------- PosLearn
 @njit(cache=True, nogil=True)
-def segment_poslearn_batch(theta, y, cost, part_off, tok_off, K, M):
+def segment_poslearn_batch(theta, y, cost, part_off, tok_off, K, M, Mk):
     """PosLearn loss on segmentations (Sarawagi & Gupta 2008, Sec. 4.3.2).
 
     The positions are the spans ``(s, e)``.  For a span, the violator is
@@ -317,8 +319,8 @@ def segment_poslearn_batch(theta, y, cost, part_off, tok_off, K, M):
         tr = base + L * M * K
         st = tr + K * K
         en = st + K
-        _, P, bl, bk = _forward(theta, base, L, K, M)
-        B, _, nb, cl = _backward_max(theta, base, L, K, M)
+        _, P, bl, bk = _forward(theta, base, L, K, M, Mk)
+        B, _, nb, cl = _backward_max(theta, base, L, K, M, Mk)
         s_y = _score(theta, base, L, K, M, y, o)
         wF = np.zeros((L, K))   # weight of violators whose prefix ends at (e, k)
         wB = np.zeros((L, K))   # weight of violators whose suffix follows (e, k)
@@ -332,7 +334,7 @@ def segment_poslearn_batch(theta, y, cost, part_off, tok_off, K, M):
                 for k in range(K):
                     p = base + (e * M + ln) * K + k
                     c = cost[p]
-                    if c <= 0.0:
+                    if c <= 0.0 or ln >= Mk[k]:
                         continue
                     v = c * (1.0 - s_y + P[s, k] + theta[p] + B[e, k])
                     if v > best:

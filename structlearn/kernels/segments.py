@@ -7,6 +7,10 @@ maximum segment length), each with one of ``K`` labels (Sarawagi & Cohen
 consecutive segments' labels and start / end scores:
 
 * ``tok_off`` (int64, ``n + 1``): token offsets, as for chains;
+* ``Mk`` (int64, ``K``): the longest segment of each label (``M = max Mk``
+  sizes the layout; a segment of label ``k`` longer than ``Mk[k]`` is not
+  part of any segmentation, like one that would start before the first
+  token);
 * a segmentation is one int64 *code* per token: ``2 k + 1`` where the token
   starts a segment of label ``k``, ``2 k`` where it continues one (so the
   first token's code is odd, and a segment is a maximal run that starts at
@@ -16,7 +20,7 @@ consecutive segments' labels and start / end scores:
 
   - ``seg[e, l, k]`` (the segment of label ``k`` and length ``l + 1``
     ending at token ``e``) at ``base + (e M + l) K + k`` -- the entries with
-    ``l > e`` stand for no segment and are never part of a segmentation
+    ``l > e`` or ``l >= Mk[k]`` stand for no segment and are never part of a segmentation
     (their scores are ignored, their marginals and encodings are 0);
   - ``trans[a, b]`` at ``base + L M K + a K + b``;
   - ``start[k]`` at ``base + L M K + K K + k``;
@@ -59,7 +63,7 @@ def segment_part_offsets(tok_off, K, M):
 
 
 @njit(cache=True, nogil=True)
-def _forward(theta, base, L, K, M):
+def _forward(theta, base, L, K, M, Mk):
     """The max-sum forward recursion of one sequence: ``V`` (see the module
     docstring), ``P[s, k]`` -- the best score of entering a segment of
     label ``k`` at token ``s``: ``start[k]`` for ``s = 0``, else the max
@@ -86,7 +90,7 @@ def _forward(theta, base, L, K, M):
             P[e, k] = best
         for k in range(K):
             best = NEG_INF
-            for ln in range(min(M, e + 1)):
+            for ln in range(min(Mk[k], e + 1)):
                 v = theta[base + (e * M + ln) * K + k] + P[e - ln, k]
                 if v > best:
                     best = v
@@ -137,8 +141,8 @@ def _log_enter(row, et, mt, theta, tr, K, forward, out):
 
 
 @njit(cache=True, nogil=True)
-def _viterbi_into(theta, base, L, K, M, y, yoff):
-    V, _, bl, bk = _forward(theta, base, L, K, M)
+def _viterbi_into(theta, base, L, K, M, Mk, y, yoff):
+    V, _, bl, bk = _forward(theta, base, L, K, M, Mk)
     en = base + L * M * K + K * K + K
     best = NEG_INF
     k = 0
@@ -203,7 +207,7 @@ def _score(theta, base, L, K, M, y, yoff):
 
 
 @njit(cache=True, nogil=True)
-def _marginals_into(theta, base, L, K, M, mu):
+def _marginals_into(theta, base, L, K, M, Mk, mu):
     """Log-partition of one sequence; its marginals (segments, transition
     counts, start, end) written into ``mu[base:...]``.
 
@@ -228,8 +232,8 @@ def _marginals_into(theta, base, L, K, M, mu):
                 P[0, k] = theta[st + k]
         else:
             _log_enter(A[e - 1], et, mt, theta, tr, K, True, P[e])
-        n_l = min(M, e + 1)
         for k in range(K):
+            n_l = min(Mk[k], e + 1)
             m = NEG_INF
             for ln in range(n_l):
                 v[ln] = theta[base + (e * M + ln) * K + k] + P[e - ln, k]
@@ -249,8 +253,8 @@ def _marginals_into(theta, base, L, K, M, mu):
                 B[s, k] = theta[en + k]
         else:
             _log_enter(C[s + 1], et, mt, theta, tr, K, False, B[s])
-        n_l = min(M, L - s)
         for k in range(K):
+            n_l = min(Mk[k], L - s)
             m = NEG_INF
             for ln in range(n_l):
                 v[ln] = theta[base + ((s + ln) * M + ln) * K + k] + B[s + ln, k]
@@ -263,8 +267,9 @@ def _marginals_into(theta, base, L, K, M, mu):
         for ln in range(min(M, e + 1)):
             s = e - ln
             for k in range(K):
-                p = base + (e * M + ln) * K + k
-                mu[p] = np.exp(P[s, k] + theta[p] + B[e, k] - logZ)
+                if ln < Mk[k]:
+                    p = base + (e * M + ln) * K + k
+                    mu[p] = np.exp(P[s, k] + theta[p] + B[e, k] - logZ)
     # transition counts: sum_j exp(A[j, a] + trans[a, b] + C[j + 1, b] - logZ),
     # as products of shifted factors where the shift is safe (a product
     # that underflows then stands for less than 1e-290), else exactly
@@ -320,33 +325,35 @@ def segment_score_batch(theta, y, part_off, tok_off, K, M):
 
 
 @njit(cache=True, nogil=True)
-def segment_viterbi_batch(theta, part_off, tok_off, K, M):
+def segment_viterbi_batch(theta, part_off, tok_off, K, M, Mk):
     """The best segmentation of every sequence (flat codes)."""
     n = tok_off.shape[0] - 1
     y = np.empty(tok_off[n], dtype=np.int64)
     for i in range(n):
-        _viterbi_into(theta, part_off[i], tok_off[i + 1] - tok_off[i], K, M, y, tok_off[i])
+        _viterbi_into(theta, part_off[i], tok_off[i + 1] - tok_off[i], K, M, Mk, y, tok_off[i])
     return y
 
 
 @njit(cache=True, nogil=True)
-def segment_marginals_batch(theta, part_off, tok_off, K, M):
+def segment_marginals_batch(theta, part_off, tok_off, K, M, Mk):
     """Marginals (flat, the layout of ``theta``) and log-partition of every
     sequence."""
     n = tok_off.shape[0] - 1
     mu = np.zeros(part_off[n])
     logZ = np.empty(n)
     for i in range(n):
-        logZ[i] = _marginals_into(theta, part_off[i], tok_off[i + 1] - tok_off[i], K, M, mu)
+        logZ[i] = _marginals_into(theta, part_off[i], tok_off[i + 1] - tok_off[i], K, M, Mk,
+                                  mu)
     return mu, logZ
 
 
 @njit(cache=True, nogil=True)
-def check_segment_codes(y, tok_off, K, M):
+def check_segment_codes(y, tok_off, K, Mk):
     """First invalid token of a batch of segmentation codes, as ``(sequence,
     token, reason)`` with reason 1: label out of range, 2: the first token
     does not start a segment, 3: a continuation changes the label, 4: a
-    segment longer than ``M``; ``(-1, -1, 0)`` when every code is valid."""
+    segment longer than its label's ``Mk``; ``(-1, -1, 0)`` when every
+    code is valid."""
     for i in range(tok_off.shape[0] - 1):
         o = tok_off[i]
         L = tok_off[i + 1] - o
@@ -363,7 +370,7 @@ def check_segment_codes(y, tok_off, K, M):
                 return i, t, 3
             else:
                 run += 1
-            if run > M:
+            if run > Mk[c // 2]:
                 return i, t, 4
     return -1, -1, 0
 
@@ -428,12 +435,16 @@ def segment_cost_batch(y, part_off, tok_off, K, M, precision, recall, mismatch):
 
 @njit_on_first_call(ORACLE_SIGNATURE, cache=True)
 def segment_map(eta, params, out):
-    """MAP oracle of one sequence for the active set, ``params = [L, K, M]``:
-    writes ``phi(argmax)`` (the tie-breaking of :func:`segment_viterbi_batch`)."""
+    """MAP oracle of one sequence for the active set, ``params = [L, K, M,
+    Mk[0], ..., Mk[K - 1]]``: writes ``phi(argmax)`` (the tie-breaking of
+    :func:`segment_viterbi_batch`)."""
     L = int(params[0])
     K = int(params[1])
     M = int(params[2])
+    Mk = np.empty(K, dtype=np.int64)
+    for k in range(K):
+        Mk[k] = int(params[3 + k])
     y = np.empty(L, dtype=np.int64)
-    _viterbi_into(eta, 0, L, K, M, y, 0)
+    _viterbi_into(eta, 0, L, K, M, Mk, y, 0)
     out[:] = 0.0
     _add_encoding(y, 0, L, K, M, out, 0, 1.0)

@@ -61,8 +61,10 @@ class Segments(RaggedStructure):
     n_labels : int
     tok_off : int array (n_sequences + 1,)
         Token offsets (every length >= 1).
-    max_length : int
-        The longest segment.
+    max_length : int or array of n_labels ints
+        The longest segment, of every label or per label (a label whose
+        segments are always one token long, e.g. an 'outside' label, costs
+        one part per token instead of ``max(max_length)``).
     precision, recall : arrays of n_labels non-negative floats, optional
     mismatch : (n_labels, n_labels) array, optional
         Non-negative, zero on the diagonal.
@@ -81,10 +83,16 @@ class Segments(RaggedStructure):
     def __init__(self, n_labels, tok_off, max_length, precision=None, recall=None,
                  mismatch=None, warm_cache=None):
         self.n_labels = K = int(n_labels)
-        self.max_length = int(max_length)
-        if K < 1 or self.max_length < 1:
-            raise ValueError(f"n_labels and max_length must be >= 1, got {n_labels} and "
-                             f"{max_length}.")
+        if K < 1:
+            raise ValueError(f"n_labels must be >= 1, got {n_labels}.")
+        Mk = np.broadcast_to(np.asarray(max_length), (K,)) if np.ndim(max_length) == 0 \
+            else np.asarray(max_length)
+        if Mk.shape != (K,) or not np.issubdtype(Mk.dtype, np.integer) or Mk.min() < 1:
+            raise ValueError(f"max_length must be a positive integer or {K} of them (one per "
+                             f"label), got {max_length!r}.")
+        #: the longest segment of each label, and of all
+        self.label_max = np.ascontiguousarray(Mk, dtype=np.int64)
+        self.max_length = int(Mk.max())
         self.tok_off = np.ascontiguousarray(tok_off, dtype=np.int64)
         lengths = np.diff(self.tok_off)
         if len(lengths) == 0 or lengths.min() < 1:
@@ -134,12 +142,13 @@ class Segments(RaggedStructure):
         if y.shape != (int(self.tok_off[-1]),):
             raise ValueError(f"segmentations must be a flat array of {int(self.tok_off[-1])} "
                              f"token codes, got shape {y.shape}.")
-        i, t, reason = check_segment_codes(y, self.tok_off, self.n_labels, self.max_length)
+        i, t, reason = check_segment_codes(y, self.tok_off, self.n_labels, self.label_max)
         if reason:
             why = {1: f"a label outside 0..{self.n_labels - 1}",
                    2: "a first token that does not start a segment",
                    3: "a continuation with another label",
-                   4: f"a segment longer than max_length={self.max_length}"}[int(reason)]
+                   4: "a segment longer than its label's max_length "
+                      f"{int(self.label_max[int(y[self.tok_off[i] + t]) // 2])}"}[int(reason)]
             raise ValueError(f"invalid segmentation code {int(y[self.tok_off[i] + t])} at "
                              f"sequence {i}, token {t}: {why}.")
         return y
@@ -148,10 +157,11 @@ class Segments(RaggedStructure):
     def all_outputs(self, max_outputs=100_000):
         """Every segmentation of the batch's one sequence (rows of codes)."""
         L = self._one_example()
-        K, M = self.n_labels, self.max_length
+        K, M, Mk = self.n_labels, self.max_length, self.label_max
         count = [1] + [0] * L          # segmentations of the first t tokens
         for t in range(1, L + 1):
-            count[t] = K * sum(count[t - ln] for ln in range(1, min(M, t) + 1))
+            count[t] = sum(count[t - ln] for k in range(K)
+                           for ln in range(1, min(int(Mk[k]), t) + 1))
         self._check_count(count[L], max_outputs, f"a sequence of {L} tokens")
 
         def rest(t):
@@ -160,6 +170,8 @@ class Segments(RaggedStructure):
                 return
             for ln in range(1, min(M, L - t) + 1):
                 for k in range(K):
+                    if ln > Mk[k]:
+                        continue
                     for tail in rest(t + ln):
                         yield [2 * k + 1] + [2 * k] * (ln - 1) + tail
 
@@ -176,7 +188,7 @@ class Segments(RaggedStructure):
 
     def argmax(self, theta):
         return segment_viterbi_batch(self._theta(theta), self.part_off, self.tok_off,
-                                     self.n_labels, self.max_length)
+                                     self.n_labels, self.max_length, self.label_max)
 
     def scores(self, theta, y):
         return segment_score_batch(self._theta(theta), self._y(y), self.part_off,
@@ -184,7 +196,7 @@ class Segments(RaggedStructure):
 
     def marginals_and_log_partition(self, theta):
         return segment_marginals_batch(self._theta(theta), self.part_off, self.tok_off,
-                                       self.n_labels, self.max_length)
+                                       self.n_labels, self.max_length, self.label_max)
 
     # --------------------------------------------------------------- cost
     def cost_vector(self, phi):
@@ -212,7 +224,8 @@ class Segments(RaggedStructure):
         """The best segmentation other than ``y`` (a 2-best semi-Markov
         Viterbi; ``y`` itself where it is the only segmentation)."""
         y2, _ = segment_second_best_batch(self._theta(theta), self._y(y), self.part_off,
-                                          self.tok_off, self.n_labels, self.max_length)
+                                          self.tok_off, self.n_labels, self.max_length,
+                                          self.label_max)
         return y2
 
     def poslearn_value_and_grad(self, theta, y):
@@ -222,7 +235,8 @@ class Segments(RaggedStructure):
         y = self._y(y)
         cost = self.cost_vector(self.encode(y))
         return segment_poslearn_batch(self._theta(theta), y, cost, self.part_off,
-                                      self.tok_off, self.n_labels, self.max_length)
+                                      self.tok_off, self.n_labels, self.max_length,
+                                      self.label_max)
 
     @property
     def has_exact_slack(self):
@@ -244,7 +258,8 @@ class Segments(RaggedStructure):
         y = self._y(y)
         icost = np.rint(self.cost_vector(self.encode(y))).astype(np.int64)
         y_hat = segment_slack_violator_batch(self._theta(theta), y, icost, self.part_off,
-                                             self.tok_off, self.n_labels, self.max_length)
+                                             self.tok_off, self.n_labels, self.max_length,
+                                             self.label_max)
         return self.encode(y_hat)
 
     def _project(self, theta, set, geometry):
@@ -255,5 +270,5 @@ class Segments(RaggedStructure):
         return segment_map, None
 
     def _oracle_params(self):
-        return block_params(self.tok_off, np.array([float(self.n_labels),
-                                                    float(self.max_length)]))
+        return block_params(self.tok_off, np.concatenate(
+            [[float(self.n_labels), float(self.max_length)], self.label_max.astype(float)]))

@@ -60,6 +60,16 @@ def test_segment_tagger_learns_chunks_with_every_loss(loss):
     assert chunk_f1(y, pred) > bar, loss
     assert est.score(X, y) == pytest.approx(chunk_f1(y, pred))
     assert est.max_length_ == 3 and est.scheme_ == "bio"
+    assert est.label_max_length_ == {"A": 3, "B": 3, "O": 1}
+
+
+def test_one_max_length_for_every_label():
+    X, y = segment_data(30)
+    est = fit(SegmentTagger(loss="hinge", max_length=4, max_iter=30, random_state=0), X, y)
+    assert est.label_max_length_ == {"A": 4, "B": 4, "O": 4}
+    assert chunk_f1(y, est.predict(X)) > 0.95
+    with pytest.raises(ValueError, match="longer than max_length=2"):
+        SegmentTagger(max_length=2).fit(X, y)
 
 
 def test_every_loss_of_the_menu_is_tested_on_segments():

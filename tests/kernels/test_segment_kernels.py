@@ -18,7 +18,10 @@ from structlearn.kernels.segments import (
 
 def segmentations(L, K, M):
     """Every segmentation of ``L`` tokens as flat codes (2 k + 1 starts a
-    segment of label k, 2 k continues it)."""
+    segment of label k, 2 k continues it); ``M`` the longest segment, of
+    every label or per label."""
+    Mk = np.broadcast_to(M, (K,))
+    M = int(Mk.max())
     out = []
 
     def cuts(t):
@@ -31,6 +34,8 @@ def segmentations(L, K, M):
 
     for lengths in cuts(0):
         for labels in itertools.product(range(K), repeat=len(lengths)):
+            if any(ln > Mk[k] for ln, k in zip(lengths, labels)):
+                continue
             codes = []
             for ln, k in zip(lengths, labels):
                 codes += [2 * k + 1] + [2 * k] * (ln - 1)
@@ -59,27 +64,36 @@ def reference_encoding(codes, L, K, M):
     return phi
 
 
-CASES = [(1, 1, 1), (1, 3, 2), (3, 2, 2), (4, 2, 3), (5, 3, 2), (5, 2, 5), (4, 3, 1)]
+CASES = [(1, 1, 1), (1, 3, 2), (3, 2, 2), (4, 2, 3), (5, 3, 2), (5, 2, 5), (4, 3, 1),
+         # per-label longest segments
+         (5, 3, (1, 3, 2)), (4, 2, (4, 1))]
+
+
+def _mk(K, M):
+    """``(M, Mk)``: the layout's longest segment and the per-label ones."""
+    Mk = np.ascontiguousarray(np.broadcast_to(M, (K,)), dtype=np.int64)
+    return int(Mk.max()), Mk
 
 
 @pytest.mark.parametrize("L, K, M", CASES)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_segment_kernels_match_enumeration(L, K, M, seed):
+    ys = segmentations(L, K, M)
+    M, Mk = _mk(K, M)
     rng = np.random.RandomState(seed)
     tok_off = np.array([0, L], dtype=np.int64)
     part_off = segment_part_offsets(tok_off, K, M)
     theta = rng.randn(part_off[-1]) * 2
-    ys = segmentations(L, K, M)
     Phi = np.array([reference_encoding(y, L, K, M) for y in ys])
     for y, phi in zip(ys, Phi):
         np.testing.assert_array_equal(segment_encode_batch(y, part_off, tok_off, K, M), phi)
         assert segment_score_batch(theta, y, part_off, tok_off, K, M)[0] == \
             pytest.approx(phi @ theta, abs=1e-12)
-        assert check_segment_codes(y, tok_off, K, M)[2] == 0
+        assert check_segment_codes(y, tok_off, K, Mk)[2] == 0
     scores = Phi @ theta
-    best = segment_viterbi_batch(theta, part_off, tok_off, K, M)
+    best = segment_viterbi_batch(theta, part_off, tok_off, K, M, Mk)
     assert reference_encoding(best, L, K, M) @ theta == pytest.approx(scores.max(), abs=1e-12)
-    mu, logZ = segment_marginals_batch(theta, part_off, tok_off, K, M)
+    mu, logZ = segment_marginals_batch(theta, part_off, tok_off, K, M, Mk)
     assert logZ[0] == pytest.approx(logsumexp(scores), abs=1e-10)
     p = np.exp(scores - logsumexp(scores))
     np.testing.assert_allclose(mu, p @ Phi, atol=1e-10)
@@ -88,19 +102,20 @@ def test_segment_kernels_match_enumeration(L, K, M, seed):
 def test_segment_batch_of_several_sequences_is_the_sequences_one_by_one():
     rng = np.random.RandomState(3)
     K, M = 3, 3
+    Mk = np.array([3, 1, 2])
     lengths = [4, 1, 6, 2]
     tok_off = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     part_off = segment_part_offsets(tok_off, K, M)
     theta = rng.randn(part_off[-1]) * 3
-    y = segment_viterbi_batch(theta, part_off, tok_off, K, M)
-    mu, logZ = segment_marginals_batch(theta, part_off, tok_off, K, M)
+    y = segment_viterbi_batch(theta, part_off, tok_off, K, M, Mk)
+    mu, logZ = segment_marginals_batch(theta, part_off, tok_off, K, M, Mk)
     for i, L in enumerate(lengths):
         one = np.array([0, L], dtype=np.int64)
         po = segment_part_offsets(one, K, M)
         th = theta[part_off[i]:part_off[i + 1]]
-        np.testing.assert_array_equal(segment_viterbi_batch(th, po, one, K, M),
+        np.testing.assert_array_equal(segment_viterbi_batch(th, po, one, K, M, Mk),
                                       y[tok_off[i]:tok_off[i + 1]])
-        m1, z1 = segment_marginals_batch(th, po, one, K, M)
+        m1, z1 = segment_marginals_batch(th, po, one, K, M, Mk)
         np.testing.assert_allclose(m1, mu[part_off[i]:part_off[i + 1]], rtol=1e-12)
         assert z1[0] == pytest.approx(logZ[i], rel=1e-12)
 
@@ -110,9 +125,10 @@ def test_segment_kernels_are_stable_for_large_scores():
     tok_off = np.array([0, 5], dtype=np.int64)
     part_off = segment_part_offsets(tok_off, 2, 3)
     theta = rng.randn(part_off[-1]) * 1e6
-    mu, logZ = segment_marginals_batch(theta, part_off, tok_off, 2, 3)
+    Mk = np.array([3, 3])
+    mu, logZ = segment_marginals_batch(theta, part_off, tok_off, 2, 3, Mk)
     assert np.all(np.isfinite(mu)) and np.isfinite(logZ[0])
-    y = segment_viterbi_batch(theta, part_off, tok_off, 2, 3)
+    y = segment_viterbi_batch(theta, part_off, tok_off, 2, 3, Mk)
     # at this scale the distribution is the MAP vertex
     np.testing.assert_allclose(mu, segment_encode_batch(y, part_off, tok_off, 2, 3),
                                atol=1e-6)
@@ -122,7 +138,8 @@ def test_segment_kernels_are_stable_for_large_scores():
                                            ([1, 0, 0], 4), ([3, 2, 1], 0)])
 def test_invalid_segmentation_codes_are_reported(codes, reason):
     y = np.array(codes, dtype=np.int64)
-    i, t, r = check_segment_codes(y, np.array([0, len(codes)], dtype=np.int64), 2, 2)
+    i, t, r = check_segment_codes(y, np.array([0, len(codes)], dtype=np.int64), 2,
+                                  np.array([2, 2]))
     assert r == reason
     assert (i, t) == ((-1, -1) if reason == 0 else (0, {1: 2, 2: 0, 3: 1, 4: 2}[reason]))
 
@@ -210,8 +227,16 @@ def test_segments_reject_invalid_codes_and_parameters():
     from structlearn.structures import Segments
 
     st, _ = _segments([3], 2, 2)
-    with pytest.raises(ValueError, match="longer than max_length=2"):
+    with pytest.raises(ValueError, match="longer than its label's max_length 2"):
         st.encode(np.array([1, 0, 0]))
+    st, _ = _segments([3], 2, (3, 1))
+    st.encode(np.array([1, 0, 0]))
+    with pytest.raises(ValueError, match="at sequence 0, token 1: a segment longer than its "
+                                         "label's max_length 1"):
+        st.encode(np.array([3, 2, 1]))
+    for bad in [0, (2, 0), (1, 2, 3), 1.5]:
+        with pytest.raises(ValueError, match="max_length must be a positive integer"):
+            Segments(2, [0, 3], bad)
     with pytest.raises(ValueError, match="does not start a segment"):
         st.encode(np.array([0, 1, 1]))
     with pytest.raises(ValueError, match="mismatch"):
@@ -221,7 +246,8 @@ def test_segments_reject_invalid_codes_and_parameters():
 
 
 # ------------------------------------------------- loss-augmented oracles
-ORACLE_CASES = [(1, 1, 1), (1, 2, 1), (3, 2, 2), (4, 2, 3), (5, 3, 2), (4, 1, 4)]
+ORACLE_CASES = [(1, 1, 1), (1, 2, 1), (3, 2, 2), (4, 2, 3), (5, 3, 2), (4, 1, 4),
+                (5, 3, (2, 1, 3))]
 
 
 def _penalties(rng, K, integer):
@@ -285,6 +311,7 @@ def _poslearn_reference(st, theta, gold, L, K, M):
     cost(s, e, k) (1 - s(y) + s(y')) over the segmentations y' that
     contain a segment (s, e, k) of positive cost."""
     ys = segmentations(L, K, M)
+    M = int(np.max(M))              # the layout's
     phi_y = st.encode(gold)
     s_y = phi_y @ theta
     c = st.cost_vector(phi_y)

@@ -51,6 +51,7 @@ STRUCTURES = {
                                                  recall=[0.25, 1.0],
                                                  mismatch=[[0, 0.7], [1.3, 0]]),
     "segments1_label": lambda: Segments(1, [0, 3], 2),
+    "segments_label_lengths": lambda: Segments(3, [0, 4], [1, 3, 2]),
 }
 
 
