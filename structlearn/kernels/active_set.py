@@ -3,8 +3,8 @@
 :func:`sparsemap_active_set_warm` is the one active-set implementation,
 generic over the MAP oracle; :func:`sparsemap_active_set` starts it from the
 MAP vertex and :func:`sparsemap_active_set_batch` runs it row by row.  Its
-steps are in :mod:`structlearn.kernels._active_set_steps`, their linear
-algebra in :mod:`structlearn.kernels._active_set_factor`.  See
+steps are in ``structlearn.kernels._active_set_steps``, their linear
+algebra in ``structlearn.kernels._active_set_factor``.  See
 :mod:`structlearn.kernels.sparsemap` for the problem and the oracle
 convention.
 """
@@ -55,7 +55,7 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
     * solves the problem restricted to the affine hull of the active set
       (``_kkt_solve``, on an incrementally updated Cholesky factor of
       ``G + c 1 1^T``, O(m^2) per iteration -- see
-      :mod:`structlearn.kernels._active_set_factor`); if the solution lies
+      ``structlearn.kernels._active_set_factor``); if the solution lies
       in the simplex it becomes the iterate and the oracle is asked for the
       vertex of best linearised score, which is added unless the Frank-Wolfe
       gap
@@ -81,7 +81,7 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
     objective in floating point.
 
     The body is the sequence of named steps of
-    :mod:`structlearn.kernels._active_set_steps`.
+    ``structlearn.kernels._active_set_steps``.
 
     Parameters
     ----------
