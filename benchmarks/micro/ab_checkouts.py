@@ -95,13 +95,17 @@ def main():
     peers = importlib.util.find_spec("sklearn_crfsuite") is not None
     rows = []
     for rep in range(args.repeat):
-        first, second = (args.a, args.b) if rep % 2 == 0 else (args.b, args.a)
         for mode in args.modes.split(","):
-            res = {c: run(c, mode) for c in (first, second)}
+            if rep % 2 == 0:            # ABBA: A first in even rounds, B first in odd ones
+                a = run(args.a, mode)
+                b = run(args.b, mode)
+            else:
+                b = run(args.b, mode)
+                a = run(args.a, mode)
             peer = ({"crf": "crfsuite", "perceptron": "crfsuite-ap"}.get(mode)
                     if peers else None)
             ref = run(args.b, peer)["fit"] if peer else None
-            rows.append((rep, mode, res[args.a], res[args.b], ref))
+            rows.append((rep, mode, a, b, ref))
     print("\n| round | workload | fit A (s) | fit B (s) | B/A fit | B/A predict | "
           "B / CRFsuite fit |\n|---|---|---:|---:|---:|---:|---:|")
     for rep, mode, a, b, ref in rows:
