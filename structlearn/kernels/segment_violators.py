@@ -80,6 +80,18 @@ def _backtrack2(Vl, Vr, Pa, Pr, L, k, r, y, yoff):
 
 
 @njit(cache=True, nogil=True)
+def _push2(score, arg, rank, v, a, r):
+    """Offer the candidate ``(v, a, r)`` to a 2-best entry (``score[0] >=
+    score[1]`` with their back-pointers ``arg``, ``rank``); ties keep the
+    earlier candidate."""
+    if v > score[0]:
+        score[1], arg[1], rank[1] = score[0], arg[0], rank[0]
+        score[0], arg[0], rank[0] = v, a, r
+    elif v > score[1]:
+        score[1], arg[1], rank[1] = v, a, r
+
+
+@njit(cache=True, nogil=True)
 def _second_best_into(theta, base, L, K, M, Mk, y, yoff, out):
     """The best segmentation of one sequence other than ``y`` (written into
     ``out``; ``y`` itself when it is the only segmentation).
@@ -105,33 +117,13 @@ def _second_best_into(theta, base, L, K, M, Mk, y, yoff, out):
                 continue
             for a in range(K):
                 for r in range(2):
-                    v = V[e - 1, a, r] + theta[tr + a * K + k]
-                    if v > P[e, k, 0]:
-                        P[e, k, 1] = P[e, k, 0]
-                        Pa[e, k, 1] = Pa[e, k, 0]
-                        Pr[e, k, 1] = Pr[e, k, 0]
-                        P[e, k, 0] = v
-                        Pa[e, k, 0] = a
-                        Pr[e, k, 0] = r
-                    elif v > P[e, k, 1]:
-                        P[e, k, 1] = v
-                        Pa[e, k, 1] = a
-                        Pr[e, k, 1] = r
+                    _push2(P[e, k], Pa[e, k], Pr[e, k],
+                           V[e - 1, a, r] + theta[tr + a * K + k], a, r)
         for k in range(K):
             for ln in range(min(Mk[k], e + 1)):
                 for r in range(2):
-                    v = theta[base + (e * M + ln) * K + k] + P[e - ln, k, r]
-                    if v > V[e, k, 0]:
-                        V[e, k, 1] = V[e, k, 0]
-                        Vl[e, k, 1] = Vl[e, k, 0]
-                        Vr[e, k, 1] = Vr[e, k, 0]
-                        V[e, k, 0] = v
-                        Vl[e, k, 0] = ln
-                        Vr[e, k, 0] = r
-                    elif v > V[e, k, 1]:
-                        V[e, k, 1] = v
-                        Vl[e, k, 1] = ln
-                        Vr[e, k, 1] = r
+                    _push2(V[e, k], Vl[e, k], Vr[e, k],
+                           theta[base + (e * M + ln) * K + k] + P[e - ln, k, r], ln, r)
     b0 = NEG_INF
     b1 = NEG_INF
     k0 = 0
