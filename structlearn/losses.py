@@ -103,6 +103,21 @@ class Loss(BaseEstimator):
     def value_and_grad(self, theta, y, structure):
         raise NotImplementedError
 
+    def partial_value_and_grad(self, theta, y, structure):
+        """The loss against partially labelled targets ``y`` (codes of the
+        structure's :meth:`complete`: positions whose label is unknown or one
+        of a set).
+
+        By default the targets are completed by the constrained MAP -- the
+        best-scoring output that agrees with them -- and the loss is taken
+        against that completion, as the latent structured SVM does (Yu &
+        Joachims 2009): the max-margin, perceptron, SparseMAP, projection
+        and squared losses.  The objective is then no longer convex, and
+        the solvers give no certificate.  A loss with a likelihood
+        (:class:`CRF`) marginalises over the completions instead.
+        """
+        return self.value_and_grad(theta, structure.complete(theta, y), structure)
+
     def mean(self, theta, structure):
         """The loss's prediction map ``grad Omega*(theta)`` (see module doc)."""
         return structure.encode(structure.argmax(theta))
@@ -315,6 +330,17 @@ class CRF(Loss):
         value = np.maximum(logZ - structure.scores(theta, y), 0.0)
         mu -= structure.encode(y)  # mu is ours: reuse it as the gradient
         return value, mu
+
+    def partial_value_and_grad(self, theta, y, structure):
+        """The negative log-likelihood of the partial labels:
+        ``log Z(theta) - log Z_y(theta)``, where ``Z_y`` sums over the
+        outputs consistent with ``y``; its gradient is the difference of the
+        two marginals (the CRF of partially labelled data, e.g. Tsuboi et
+        al. 2008)."""
+        mu, logZ = structure.marginals_and_log_partition(theta)
+        mu_y, logZ_y = structure.target_marginals_and_log_partition(theta, y)
+        mu -= mu_y
+        return np.maximum(logZ - logZ_y, 0.0), mu
 
     def mean(self, theta, structure):
         return structure.marginals(theta)

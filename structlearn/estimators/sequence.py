@@ -15,34 +15,47 @@ from ..kernels.linear import narrow_ints, observed_support
 from ..losses import get_loss
 from ..solvers import RaggedProblem, n_workers, thread_map
 from ..structures.chain import Chain
-from ._base import StructuredLinearModel
+from ._base import StructuredLinearModel, choose_solver
+from ._tagging import allowed_transitions, first_violation, label_codes
 
 FEATURE_SUPPORTS = ("observed", "all")
 
 
-def _check_label_sequences(y, n):
-    """Validate y: a sequence of ``n`` label sequences; returns a list of lists."""
+def _check_label_sequences(y, n, partial=False, name="y"):
+    """Validate y: a sequence of ``n`` label sequences; returns a list of
+    lists.  With ``partial``, a position may also be None (unknown) or a set
+    of labels (one of them)."""
     if isinstance(y, (str, bytes)) or not hasattr(y, "__len__"):
-        raise ValueError(f"y must be a list of label sequences, got {type(y).__name__}.")
+        raise ValueError(f"{name} must be a list of label sequences, got "
+                         f"{type(y).__name__}.")
     if len(y) != n:
-        raise ValueError(f"X has {n} sequences but y has {len(y)}.")
+        raise ValueError(f"X has {n} sequences but {name} has {len(y)}.")
     out = []
     for i, seq in enumerate(y):
         if isinstance(seq, (str, bytes, Mapping, set, frozenset)) or \
                 not hasattr(seq, "__len__") or getattr(seq, "ndim", 1) != 1:
-            raise ValueError(f"y[{i}] must be a sequence of labels (a list), got "
+            raise ValueError(f"{name}[{i}] must be a sequence of labels (a list), got "
                              f"{describe(seq)}.")
         seq = list(seq)
         for t, lab in enumerate(seq):
-            if lab is None or (isinstance(lab, (float, np.floating)) and not np.isfinite(lab)):
-                raise ValueError(f"y[{i}][{t}] is {lab!r}; labels must be hashable "
-                                 f"non-missing values.")
-            try:
-                hash(lab)
-            except TypeError:
-                raise ValueError(f"y[{i}][{t}] = {lab!r} is not hashable.") from None
+            if partial and (lab is None or isinstance(lab, (set, frozenset))):
+                for m in (lab or ()):
+                    _check_label(m, f"a label in the set {name}[{i}][{t}]")
+                continue
+            _check_label(lab, f"{name}[{i}][{t}]")
         out.append(seq)
     return out
+
+
+def _check_label(lab, where):
+    if lab is None or (isinstance(lab, (float, np.floating)) and not np.isfinite(lab)):
+        raise ValueError(f"{where} is {lab!r}; labels must be hashable non-missing "
+                         f"values (None and sets mark unknown labels in fit's y and in "
+                         f"predict's known= only).")
+    try:
+        hash(lab)
+    except TypeError:
+        raise ValueError(f"{where} = {lab!r} is not hashable.") from None
 
 
 def _sorted_labels(labels):
@@ -60,18 +73,21 @@ def _drop_empty(tok_off):
 
 
 def chain_problem(tokens, tok_off, y, n_tags, sup_ptr, sup_label, loss, fit_intercept=True,
-                  n_jobs=None, transitions=True):
+                  n_jobs=None, transitions=True, allowed=None, label_sets=None):
     """The training problem of a linear-chain model: the generic
     :class:`~structlearn.solvers.RaggedProblem` over the token feature map
     (:class:`~structlearn.feature_maps.TokenFeatureMap`; ``tokens`` a
     :class:`~structlearn.feature_maps.Tokens` or a sparse token matrix)
-    and :class:`~structlearn.structures.Chain` structures."""
+    and :class:`~structlearn.structures.Chain` structures (restricted by
+    ``allowed`` transitions; ``y`` may hold partial-label codes over
+    ``label_sets``, see :meth:`~structlearn.structures.Chain.complete`)."""
     if not isinstance(tokens, Tokens):
         tokens = Tokens.from_csr(tokens, sup_ptr)
     fmap = TokenFeatureMap(tokens, tok_off, n_tags, sup_ptr, sup_label, fit_intercept,
                            transitions)
     K = int(n_tags)
-    return RaggedProblem(fmap, y, loss, lambda off, warm: Chain(K, off, warm), n_jobs)
+    return RaggedProblem(fmap, y, loss, lambda off, warm: Chain(
+        K, off, warm, allowed=allowed, label_sets=label_sets), n_jobs)
 
 
 class TokenSequenceTags:
@@ -145,6 +161,24 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
         sees whole sequences (e.g. slack scaling weighs a sequence's hinge by
         its total Hamming cost): the ablation of Sarawagi & Gupta (2008,
         Sec. 5.2), their explanation of when margin scaling wins.
+    constraints : None, {'BIO', 'IOB2', 'IOB1', 'BIOES', 'BILOU'} or array-like of bool, default=None
+        Allowed tag transitions, in training and in decoding.  A scheme name
+        derives them from the tag names (``'O'`` and ``'<prefix>-<type>'``):
+        in BIO (= IOB2) ``I-X`` may only follow ``B-X`` or ``I-X`` and cannot
+        start a sequence; in IOB1 ``B-X`` may only follow ``B-X`` or ``I-X``
+        (it separates adjacent chunks of one type) and cannot start one; in
+        BIOES / BILOU inside tags must be continued by ``I-X`` / ``E-X``
+        (``L-X``) of the same type, every other tag by ``O``, ``B-*`` or
+        ``S-*`` (``U-*``), sequences start outside a chunk and end with
+        ``O``, ``E`` or ``S``.  A (n_tags, n_tags) boolean matrix over
+        ``classes_`` (the sorted tags; row: previous tag, column: next)
+        allows exactly its True entries and leaves start and end free.  Every
+        loss and decoding then works on the allowed sequences only (the
+        forbidden parts' scores are ``-1e9``: Viterbi, forward-backward,
+        SparseMAP and the violators never use them, and calibrated decoding
+        maximises the expected accuracy over allowed sequences); gold
+        training sequences that break them are an error.  None: no
+        constraint.
     min_freq : int, default=1
         Dict features seen in fewer training tokens are dropped.
     n_features : int or None, default=None
@@ -169,6 +203,9 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
     transition_ : ndarray (n_tags, n_tags)
         ``transition_[a, b]``: score of tag ``b`` following tag ``a``.
     start_, end_ : ndarray (n_tags,)
+    allowed_transitions_ : ndarray of bool (n_tags, n_tags)
+        The transitions ``constraints`` allow (all True without).
+    allowed_start_, allowed_end_ : ndarray of bool (n_tags,)
     n_iter_, objective_, solver_, loss_, duality_gap_
         ``duality_gap_``: the relative duality gap at the stop, for
         ``solver='bcfw'``, and for ``'lbfgs'`` with ``fit_intercept=False``
@@ -183,6 +220,21 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
     conventions), or a list of 2-D arrays / sparse matrices with one row per
     token.  y is a list of label sequences.  **Empty sequences** are allowed:
     they carry no information for training and are predicted as ``[]``.
+
+    **Partial labels**: a position of a training sequence may be ``None``
+    (its tag is unknown) or a set of tags (one of them, e.g. ``{'B-PER',
+    'B-ORG'}``).  The CRF then maximises the likelihood of the labels given,
+    marginalising over every completion (``log Z - log Z_y``, Tsuboi et al.
+    2008); every other loss is taken against the best-scoring completion
+    under the current weights (the latent structured SVM's imputation, Yu &
+    Joachims 2009).  Both objectives are non-convex: the solvers with a
+    duality gap ('bcfw', 'cutting-plane') are not available ('auto' falls
+    back to L-BFGS or SGD) and ``duality_gap_`` is None.  With
+    ``feature_support='observed'``, weights exist for the (feature, tag)
+    pairs of the labelled positions.  **Forced decoding**:
+    ``predict(X, known=...)`` and ``predict_marginals(X, known=...)`` take
+    the same per-token None / tag / set entries and decode only among the
+    sequences that agree with them.
     """
 
     #: SparseMAP and m-SparseMAP by BCFW at ``alpha * n >= 1`` (docs/benchmarks.rst:
@@ -194,7 +246,7 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
     def __init__(self, loss="crf", alpha=1e-4, fit_intercept=True, solver="auto",
                  max_iter=None, tol=None, decoding="map", feature_support="observed",
                  min_freq=1, n_features=None, random_state=None, n_jobs=None,
-                 verbose=0, warm_start=False, transitions=True):
+                 verbose=0, warm_start=False, transitions=True, constraints=None):
         super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept,
                          solver=solver, max_iter=max_iter, tol=tol, decoding=decoding,
                          random_state=random_state, n_jobs=n_jobs, verbose=verbose,
@@ -203,6 +255,7 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
         self.min_freq = min_freq
         self.n_features = n_features
         self.transitions = transitions
+        self.constraints = constraints
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
@@ -221,15 +274,25 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
         loss = get_loss(self.loss)
         solver = self._check_params(loss)
         warm = self.warm_start and hasattr(self, "vectorizer_")
-        vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d = \
-            self._prepare(X, y, loss, warm)
+        (vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets,
+         allowed) = self._prepare(X, y, loss, warm)
         K = len(classes)
         def problem_with(lossobj):
             return chain_problem(tokens, kept_off, y_int, K, sup_ptr, sup_label, lossobj,
-                                self.fit_intercept, self.n_jobs, self.transitions)
+                                 self.fit_intercept, self.n_jobs, self.transitions,
+                                 allowed, sets)
 
         problem = problem_with(loss)
         solver = self._dual_when_auto(solver, loss, problem.n_samples)
+        if problem.partial and solver in ("bcfw", "cutting-plane"):
+            # their certificates assume fixed targets; partial targets are
+            # completed anew at every evaluation
+            if self.solver != "auto":
+                raise ValueError(
+                    f"solver={self.solver!r} needs fully labelled targets (its duality "
+                    f"gap assumes fixed targets); y has unknown or set-valued labels. "
+                    f"Use solver='lbfgs' (smooth losses), 'sgd' or 'auto'.")
+            solver = choose_solver("auto", loss, self.alpha)
         z0 = self._initial_point(problem, loss, Chain, self._z if warm else None,
                                  problem_with, solver)
         z0[problem.fmap.frozen] = 0.0  # a warm start from a model with transitions
@@ -237,8 +300,16 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
             print(f"[SequenceTagger] {problem.n_samples} sequences, {len(y_int)} tokens, "
                   f"{K} tags, {d} features, {problem.n_params} parameters")
         z, n_iter, obj = self._run_solver(solver, problem, z0, loss, (y_int, kept_off))
+        if problem.partial:  # a non-convex objective: no certificate
+            self._last_gap = None
         check_solution(z, obj, "SequenceTagger")
         self._set_model(z, problem, vec, classes, sup_ptr, sup_label, d)
+        self._allowed = allowed
+        K = len(classes)
+        ones = np.ones(K, dtype=bool)
+        self.allowed_transitions_, self.allowed_start_, self.allowed_end_ = \
+            (a.copy() for a in allowed) if allowed is not None else \
+            (np.ones((K, K), dtype=bool), ones, ones.copy())
         self._record_fit(loss, solver, n_iter, obj, t_start)
         return self
 
@@ -256,7 +327,7 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
             raise ValueError(f"feature_support must be one of {FEATURE_SUPPORTS}, got "
                              f"{self.feature_support!r}.")
         TokenVectorizer._input_type(X)
-        y = _check_label_sequences(y, len(X))
+        y = _check_label_sequences(y, len(X), partial=True)
         for i, (xs, ys) in enumerate(zip(X, y)):  # cheap check before any work
             n_tok = len(xs) if isinstance(xs, (list, tuple)) else \
                 xs.shape[0] if len(xs.shape) == 2 else None
@@ -278,29 +349,59 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
         flat = [lab for seq in y for lab in seq]
         if not flat:
             raise ValueError("all training sequences are empty: nothing to learn from.")
+        index = None
         if warm:
             classes = list(self.classes_)
             index = {c: k for k, c in enumerate(classes)}
-            unknown = [lab for lab in set(flat) if lab not in index]
+            plain = {lab for lab in flat
+                     if lab is not None and not isinstance(lab, (set, frozenset))}
+            unknown = [lab for lab in plain if lab not in index]
             if unknown:
                 raise ValueError(f"warm_start: labels {unknown[:5]!r} were not seen in the "
                                  f"first fit (classes_ = {classes!r}).")
-        else:
-            classes = _sorted_labels(set(flat))
-            index = {c: k for k, c in enumerate(classes)}
+        # partial labels: codes < 0 (None: any tag; a set: one of its tags)
+        y_int, sets, classes = label_codes(y, index)
+        if len(classes) == 0:
+            raise ValueError("y has no known label: at least one position must be "
+                             "labelled (or restricted to a set) to define the tags.")
         K = len(classes)
-        y_int = np.fromiter((index[lab] for lab in flat), dtype=np.int64, count=len(flat))
         keep, kept_off = _drop_empty(tok_off)
         if warm:
             sup_ptr, sup_label = self._sup_ptr, self._sup_label
         else:
-            sup_ptr, sup_label = self._make_support(enc.indptr, enc.indices, enc.n_cols, y_int, K)
+            sup_ptr, sup_label = self._make_support(enc.indptr, enc.indices, enc.n_cols,
+                                                    y_int, K)
             sup_label = narrow_ints(sup_label, K)
         loss.check(Chain(K, [0, 1]))
+        allowed = allowed_transitions(self.constraints, classes)
+        self._check_feasible(Chain(K, kept_off, allowed=allowed, label_sets=sets), y_int,
+                             [s for s in y if len(s)], keep, allowed, "y")
         d = enc.n_cols
         tokens = checked_tokens(enc, sup_ptr)
         del enc  # the kernels read the supports, not the column indices
-        return vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d
+        return vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets, allowed
+
+    def _check_feasible(self, chain, codes, seqs, keep, allowed, name):
+        """A ValueError naming the first sequence whose (partial) labels no
+        tag sequence allowed by the constraints agrees with."""
+        if chain.n == 0 or (allowed is None and codes.min(initial=0) >= 0):
+            return
+        ok = chain.target_feasible(codes)
+        if ok.all():
+            return
+        j = int(np.flatnonzero(~ok)[0])
+        i = int(keep[j])
+        seq_codes = codes[chain.tok_off[j]:chain.tok_off[j + 1]]
+        bad = first_violation(seq_codes, allowed) if seq_codes.min() >= 0 and \
+            allowed is not None else None
+        if bad is not None:
+            t, what = bad
+            raise ValueError(f"{name}[{i}][{t}] = {seqs[j][t]!r} {what} under "
+                             f"constraints={self.constraints!r}"
+                             + (f" (after {seqs[j][t - 1]!r})" if what.startswith("cannot follow")
+                                else "") + ".")
+        raise ValueError(f"{name}[{i}]: no tag sequence agrees with its partial labels "
+                         f"and constraints={self.constraints!r}.")
 
     def selection_problem(self, X, y, loss=None):
         """The training problem on (X, y) with the input column of every
@@ -331,10 +432,11 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
             array).
         """
         loss = get_loss(self.loss if loss is None else loss)
-        vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d = \
-            self._prepare(X, y, loss, warm=False)
+        (vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets,
+         allowed) = self._prepare(X, y, loss, warm=False)
         problem = chain_problem(tokens, kept_off, y_int, len(classes), sup_ptr, sup_label,
-                               loss, self.fit_intercept, self.n_jobs, self.transitions)
+                                loss, self.fit_intercept, self.n_jobs, self.transitions,
+                                allowed, sets)
         param_column = np.concatenate([np.repeat(np.arange(d), np.diff(sup_ptr)),
                                        np.full(problem.n_params - problem.fmap.n_support, -1)])
         restrictor = DictRestrictor(vec) if vec.input_type_ == "dict" else \
@@ -348,6 +450,12 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
             sup_ptr = np.arange(0, (d + 1) * K, K, dtype=np.int64)
             sup_label = np.tile(np.arange(K, dtype=np.int64), d)
             return sup_ptr, sup_label
+        known = y_int >= 0
+        if not known.all():  # the pairs of the labelled tokens only
+            lengths = np.diff(indptr)
+            indices = np.ascontiguousarray(indices[np.repeat(known, lengths)])
+            indptr = np.concatenate([[0], np.cumsum(lengths[known])]).astype(np.int64)
+            y_int = np.ascontiguousarray(y_int[known])
         return observed_support(indptr, indices, y_int, d, K)
 
     def _set_model(self, z, problem, vec, classes, sup_ptr, sup_label, d):
@@ -384,17 +492,42 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
         return TokenFeatureMap(tokens, kept_off, K, self._sup_ptr, self._sup_label,
                                fit_intercept)
 
-    def _batch(self, fmap, a, b):
-        """Sequences ``a..b-1`` as a batch (no targets) with its chain."""
+    def _batch(self, fmap, a, b, known=None):
+        """Sequences ``a..b-1`` as a batch (no targets) with its chain,
+        restricted by the constraints and the forced labels ``known``
+        (``(codes, sets)`` over every token of ``fmap``, or None)."""
         off = fmap.pos_off[a:b + 1] - fmap.pos_off[a]
-        return RaggedBatch(fmap.contiguous(a, b), off, None, Chain(fmap.K, off))
+        codes, sets = (None, None) if known is None else \
+            (known[0][fmap.pos_off[a]:fmap.pos_off[b]], known[1])
+        chain = Chain(fmap.K, off, allowed=getattr(self, "_allowed", None), known=codes,
+                      label_sets=sets)
+        return RaggedBatch(fmap.contiguous(a, b), off, None, chain)
 
-    def _per_chunk(self, Xtok, kept_off, fn):
+    def _known_codes(self, known, X, lengths, keep):
+        """Validated forced labels of ``predict(X, known=...)`` as ``(codes,
+        sets)`` over the tokens of X, or None."""
+        if known is None:
+            return None
+        known = _check_label_sequences(known, len(X), partial=True, name="known")
+        for i, (L, seq) in enumerate(zip(lengths, known)):
+            if len(seq) != L:
+                raise ValueError(f"known[{i}] has {len(seq)} entries but sequence {i} of X "
+                                 f"has {L} tokens.")
+        index = {c: k for k, c in enumerate(self.classes_)}
+        codes, sets, _ = label_codes(known, index, name="known")
+        kept_off = np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
+        self._check_feasible(Chain(len(index), kept_off, allowed=getattr(self, "_allowed", None),
+                                   label_sets=sets),
+                             codes, [known[i] for i in keep], keep,
+                             getattr(self, "_allowed", None), "known")
+        return codes, sets
+
+    def _per_chunk(self, Xtok, kept_off, fn, known=None):
         """``fn(theta, batch)`` -> per-token rows, over chunks (threads
         with n_jobs)."""
         fmap = self._prediction_map(Xtok, kept_off)
         n_threads = n_workers(self.n_jobs, len(kept_off) - 1)
-        chunks = [self._batch(fmap, a, b) for a, b in fmap.chunk_ranges(n_threads)]
+        chunks = [self._batch(fmap, a, b, known) for a, b in fmap.chunk_ranges(n_threads)]
 
         def run(batch):
             return fn(fmap.scores(self._z, batch), batch.structure)
@@ -417,12 +550,23 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
             return st.argmax(theta)
         return st.calibrated_decode(self.loss_.mean(theta, st))
 
-    def predict(self, X):
-        """Predicted tag sequences (a list of lists of labels)."""
+    def predict(self, X, known=None):
+        """Predicted tag sequences (a list of lists of labels).
+
+        Parameters
+        ----------
+        X : list of sequences
+        known : list of sequences or None, default=None
+            Forced decoding: aligned with X, per token a tag (forced),
+            ``None`` (free) or a set of tags (one of them); the prediction is
+            the best sequence that agrees with them (and the constraints).
+            A sequence no allowed tag sequence agrees with is an error.
+        """
         Xtok, kept_off, lengths, keep = self._batches(X)
         if len(keep) == 0:
             return [[] for _ in lengths]
-        tags = self._per_chunk(Xtok, kept_off, self._decode)
+        tags = self._per_chunk(Xtok, kept_off, self._decode,
+                               self._known_codes(known, X, lengths, keep))
         classes = np.asarray(self.classes_, dtype=object)
         return [list(seq) for seq in self._split(classes[tags], lengths, keep, list)]
 
@@ -440,11 +584,13 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
         U += self.intercept_
         return [U[tok_off[i]:tok_off[i + 1]] for i in range(len(tok_off) - 1)]
 
-    def predict_marginals(self, X):
+    def predict_marginals(self, X, known=None):
         """Per-token tag marginals: a list of (L, n_tags) arrays.
 
         CRF marginals (``loss='crf'``), SparseMAP or projected marginals, the
-        MAP indicators (perceptron and hinge losses) or raw scores ('squared').
+        MAP indicators (perceptron and hinge losses) or raw scores ('squared'),
+        over the sequences the constraints allow and that agree with
+        ``known`` (as in :meth:`predict`).
         """
         Xtok, kept_off, lengths, keep = self._batches(X)
         K = len(self.classes_)
@@ -454,7 +600,8 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
         def marginals(theta, st):
             return st.unary(self.loss_.mean(theta, st))
 
-        mu = self._per_chunk(Xtok, kept_off, marginals)
+        mu = self._per_chunk(Xtok, kept_off, marginals,
+                             self._known_codes(known, X, lengths, keep))
         return self._split(mu, lengths, keep, lambda: np.zeros((0, K)))
 
     def predict_sparse(self, X):

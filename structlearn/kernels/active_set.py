@@ -27,7 +27,7 @@ from ._active_set_steps import (
     _warm_start,
 )
 from ._lazy import njit_on_first_call
-from ._sparsemap_types import _ORACLE, _RESULT
+from ._sparsemap_types import _ORACLE, _RESULT, score_scale
 
 
 @njit_on_first_call(
@@ -165,7 +165,7 @@ def sparsemap_active_set_warm(eta, n_unary, oracle, params, max_iter, tol, V0, w
         m = 1
     pending = False  # ... plus a dependent candidate at position m
     polish = False   # the last step was a pairwise (polishing) step
-    scale = 1.0 + np.max(np.abs(eta))
+    scale = score_scale(eta)
 
     # 2. The iterations.
     n_iter = 0

@@ -50,9 +50,15 @@ import numpy as np
 from numba import njit
 
 from ._lazy import njit_on_first_call
+from ._sparsemap_types import FORBIDDEN, FORBIDDEN_CUT
 from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE, block_params
 
 NEG_INF = -np.inf
+
+# FORBIDDEN, FORBIDDEN_CUT: see _sparsemap_types; parts at or below the cut
+# are left out of the score ranges of the scaled forward-backward (their
+# exponentials are exactly 0), so constraints do not push sequences to the
+# slower log-space recursion.
 
 
 # ------------------------------------------------------------------ helpers
@@ -165,15 +171,21 @@ def _add_encoding(y, yoff, L, K, out, base, w):
 
 @njit(cache=True, nogil=True)
 def _max_min(x, start, n):
-    """Largest and smallest of ``x[start:start + n]`` (``n >= 1``)."""
+    """Largest and smallest of ``x[start:start + n]`` (``n >= 1``), leaving
+    out forbidden parts (``<= FORBIDDEN_CUT``) unless all are."""
     hi = x[start]
     lo = hi
     for j in range(start + 1, start + n):
         v = x[j]
         if v > hi:
             hi = v
-        if v < lo:
+        if v < lo and v > FORBIDDEN_CUT:
             lo = v
+    if lo <= FORBIDDEN_CUT:  # the first entry was forbidden
+        lo = hi
+        for j in range(start, start + n):
+            if x[j] < lo and x[j] > FORBIDDEN_CUT:
+                lo = x[j]
     return hi, lo
 
 
@@ -810,6 +822,45 @@ def slack_violator_batch(theta, y, part_off, tok_off, K):
             k = ba
         y_hat[o] = k
     return y_hat
+
+
+# ------------------------------------------------------------- constraints
+@njit(cache=True, nogil=True)
+def chain_offsets(part_off, tok_off, K, trans_pen, start_pen, end_pen, codes, sets):
+    """Flat part offsets that restrict a batch's chains to allowed outputs.
+
+    ``trans_pen`` (K, K), ``start_pen`` and ``end_pen`` (K,) are copied into
+    every block's transition, start and end parts (0 = allowed,
+    :data:`FORBIDDEN` = not).  ``codes`` (flat per token, or empty for no
+    unary restriction): a tag ``>= 0`` forbids every other tag at that
+    token; ``-1 - s`` allows the tags of row ``s`` of the boolean ``sets``
+    (n_sets, K).  Adding the result to part scores gives the scores of the
+    chain restricted to the sequences that use no forbidden part.
+    """
+    n = tok_off.shape[0] - 1
+    out = np.zeros(part_off[n])
+    use_codes = codes.shape[0] > 0
+    for i in range(n):
+        base = part_off[i]
+        o = tok_off[i]
+        L = tok_off[i + 1] - o
+        if use_codes:
+            for t in range(L):
+                c = codes[o + t]
+                u = base + t * K
+                for k in range(K):
+                    ok = (k == c) if c >= 0 else sets[-1 - c, k]
+                    if not ok:
+                        out[u + k] = FORBIDDEN
+        tr = base + L * K
+        for a in range(K):
+            for b in range(K):
+                out[tr + a * K + b] = trans_pen[a, b]
+        st = tr + K * K
+        for k in range(K):
+            out[st + k] = start_pen[k]
+            out[st + K + k] = end_pen[k]
+    return out
 
 
 # ---------------------------------------------------------- SparseMAP oracle

@@ -9,7 +9,7 @@ import numpy as np
 from numba import types
 
 from ._lazy import njit_on_first_call
-from ._sparsemap_types import _ORACLE, _RESULT
+from ._sparsemap_types import _ORACLE, _RESULT, score_scale
 
 #: ``variant`` codes of :func:`sparsemap_conditional_gradient` by name.
 VARIANTS = {"vanilla": 0, "away-step": 1, "pairwise": 2}
@@ -37,7 +37,7 @@ def sparsemap_conditional_gradient(eta, n_unary, oracle, params, variant, max_it
     m = 1
     mu = out.copy()
     adj = eta.copy()
-    scale = 1.0 + np.max(np.abs(eta))
+    scale = score_scale(eta)
     n_iter = 0
     for it in range(max_iter):
         n_iter = it + 1

@@ -50,14 +50,20 @@ class RaggedProblem:
         self.n_params = feature_map.n_params
         self.penalized = feature_map.penalized
         self.n_threads = n_workers(n_jobs, self.n_samples)
-        active = loss.uses_active_set(type(make_structure(np.array([0, 1]), None)))
+        probe = make_structure(np.array([0, 1]), None)
+        active = loss.uses_active_set(type(probe))
+        #: whether some targets are partial (negative codes, completed by
+        #: the structure: ``loss.partial_value_and_grad``)
+        self.partial = bool(len(self.y) and self.y.min() < 0)
         # the chunks persist across full passes: with the active set each
         # keeps the supports of its examples' previous solves
         self.chunks = [self._contiguous(a, b, SupportCache() if active else None)
                        for a, b in feature_map.chunk_ranges(self.n_threads)]
         #: the warm-start caches of :meth:`pieces`, with the active set
         self.piece_caches = RangeCaches() if active else None
-        self._fused = loss.gibbs_likelihood and hasattr(feature_map, "gibbs_value_and_grad")
+        # the fused likelihood knows neither partial targets nor constraints
+        self._fused = loss.gibbs_likelihood and hasattr(feature_map, "gibbs_value_and_grad") \
+            and not self.partial and not getattr(probe, "constrained", False)
 
     # ------------------------------------------------------------- batches
     def _contiguous(self, a, b, warm_cache=None):
@@ -79,10 +85,15 @@ class RaggedProblem:
                            self.make_structure(off, warm_cache))
 
     # ------------------------------------------------------ values, gradients
+    def _loss(self, theta, batch):
+        if self.partial:
+            return self.loss.partial_value_and_grad(theta, batch.y, batch.structure)
+        return self.loss.value_and_grad(theta, batch.y, batch.structure)
+
     def _batch_value_and_grad(self, z, batch, g):
         """Loss values of a batch; adds the gradient of their sum to ``g``."""
         theta = self.fmap.scores(z, batch)
-        vals, G = self.loss.value_and_grad(theta, batch.y, batch.structure)
+        vals, G = self._loss(theta, batch)
         del theta
         self.fmap.backprop(np.ascontiguousarray(G, dtype=np.float64), batch, g)
         return vals
@@ -115,7 +126,7 @@ class RaggedProblem:
         touches only the parameters of the examples' features."""
         batch = self.batch(idx)
         theta = self.fmap.scores(v, batch, scale)
-        vals, G = self.loss.value_and_grad(theta, batch.y, batch.structure)
+        vals, G = self._loss(theta, batch)
         cols, gv = self.fmap.backprop_entries(np.ascontiguousarray(G, dtype=np.float64), batch)
         return vals, cols, gv
 
@@ -144,7 +155,7 @@ class RaggedProblem:
             warm = None if self.piece_caches is None else self.piece_caches.get(sub)
             batch = self.batch(sub, warm)
             theta = self.fmap.scores(z, batch)
-            vals, G = self.loss.value_and_grad(theta, batch.y, batch.structure)
+            vals, G = self._loss(theta, batch)
             return vals, theta, np.asarray(G, dtype=np.float64)
 
         return split_concat(run, idx, self.n_threads)

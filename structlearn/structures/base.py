@@ -355,6 +355,18 @@ class Structure:
             VARIANTS[method], max_iter, tol)
 
     # ---------------------------------------------------------------- decoding
+    def complete(self, theta, y):
+        """Targets with their unlabelled positions completed (see
+        :meth:`structlearn.structures.Chain.complete`); structures without
+        partial labels take fully labelled targets only."""
+        return y
+
+    def target_marginals_and_log_partition(self, theta, y):
+        """The CRF marginals and log-partition over the outputs consistent
+        with partially labelled targets (chains only)."""
+        raise IntractableError(f"partially labelled targets are not supported on the "
+                               f"{self.name}.")
+
     def calibrated_decode(self, mu):
         """Calibrated decoding ``argmax(-cost_vector(mu))`` (Blondel 2019, Sec. 5)."""
         return self.argmax(-self.cost_vector(mu))

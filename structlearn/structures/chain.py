@@ -5,7 +5,9 @@ import itertools
 import numpy as np
 
 from ..kernels.chain import (
+    FORBIDDEN,
     chain_block_params,
+    chain_offsets,
     chain_encode_codes,
     chain_map,
     encode_batch,
@@ -60,6 +62,20 @@ class Chain(RaggedStructure):
         The warm starts of the active set, owned by the training problem
         that binds this structure to a batch (see
         ``structures.base.RaggedStructure``).
+    allowed : tuple of bool arrays ``(transitions (K, K), start (K,), end (K,))`` or None
+        Allowed tag bigrams, first and last tags (transition constraints,
+        e.g. BIO's ``O -> I-X`` forbidden).  The chain is then restricted
+        to the sequences that respect them: every oracle (MAP, marginals,
+        top-2, slack and PosLearn violators, SparseMAP, projections) sees
+        :data:`~structlearn.kernels.chain.FORBIDDEN` added to the scores of
+        the forbidden parts.  None: every sequence.
+    known : array of int (N_tok,) or None
+        Forced decoding: per token a tag (``>= 0``) or ``-1 - s`` for the
+        tags allowed by row ``s`` of ``label_sets``; restricts the chain like
+        ``allowed``.
+    label_sets : bool array (n_sets, K) or None
+        The tag sets that negative codes refer to, in ``known`` and in
+        partially labelled targets (see :meth:`complete`).
     """
 
     name = "chain"
@@ -69,7 +85,8 @@ class Chain(RaggedStructure):
     projection_sets = {"chain": ("euclidean",), "cube": ("euclidean", "kl")}
     marginal_set = "chain"
 
-    def __init__(self, n_tags, tok_off, warm_cache=None):
+    def __init__(self, n_tags, tok_off, warm_cache=None, allowed=None, known=None,
+                 label_sets=None):
         self.n_tags = int(n_tags)
         self.tok_off = np.ascontiguousarray(tok_off, dtype=np.int64)
         lengths = np.diff(self.tok_off)
@@ -83,6 +100,79 @@ class Chain(RaggedStructure):
         self.block_sizes = np.diff(self.part_off)
         self._mask = None
         self.warm_cache = warm_cache
+        self.allowed = allowed
+        self.known = None if known is None else np.ascontiguousarray(known, dtype=np.int64)
+        K = self.n_tags
+        self.label_sets = (np.ones((1, K), dtype=np.bool_) if label_sets is None else
+                           np.ascontiguousarray(label_sets, dtype=np.bool_))
+        #: whether scores are restricted (``allowed`` or ``known``)
+        self.constrained = allowed is not None or known is not None
+        self._offsets = None
+
+    # -------------------------------------------------------- restriction
+    def _penalties(self):
+        K = self.n_tags
+        if self.allowed is None:
+            return np.zeros((K, K)), np.zeros(K), np.zeros(K)
+        return tuple(np.where(np.asarray(a, dtype=bool), 0.0, FORBIDDEN)
+                     for a in self.allowed)
+
+    def _restriction(self, codes):
+        trans, start, end = self._penalties()
+        return chain_offsets(self.part_off, self.tok_off, self.n_tags, trans, start, end,
+                             codes, self.label_sets)
+
+    @property
+    def offsets(self):
+        """The flat score offsets of ``allowed`` and ``known`` (0 where allowed)."""
+        if self._offsets is None:
+            codes = self.known if self.known is not None else np.zeros(0, dtype=np.int64)
+            self._offsets = self._restriction(codes)
+        return self._offsets
+
+    def _theta(self, theta):
+        theta = super()._theta(theta)
+        return theta + self.offsets if self.constrained else theta
+
+    def _target_scores(self, theta, y):
+        """Scores restricted to the outputs consistent with the (partial)
+        targets ``y`` and the constraints (``known`` is not applied: the
+        targets are)."""
+        theta = super()._theta(theta)
+        return theta + self._restriction(self._y(y))
+
+    def complete(self, theta, y):
+        """Partially labelled targets completed by the constrained MAP.
+
+        ``y`` holds per token a tag (``>= 0``) or ``-1 - s``: one of the tags
+        of ``label_sets[s]`` (row 0 of the default sets is every tag).  The
+        completion is the highest-scoring sequence that agrees with ``y``
+        and the constraints (the latent structured SVM's imputation, Yu &
+        Joachims 2009); a fully labelled ``y`` comes back as it is.
+        """
+        y = self._y(y)
+        if len(y) == 0 or y.min() >= 0:
+            return y
+        return viterbi_batch(self._target_scores(theta, y), self.part_off, self.tok_off,
+                             self.n_tags)
+
+    def target_marginals_and_log_partition(self, theta, y):
+        """Marginals and log-partition of the CRF restricted to the
+        sequences consistent with the (partial) targets ``y`` (see
+        :meth:`complete`); for a fully labelled sequence, its indicator
+        vector and its score."""
+        return forward_backward_batch(self._target_scores(theta, y), self.part_off,
+                                      self.tok_off, self.n_tags)
+
+    def target_feasible(self, y):
+        """Per sequence, whether some tag sequence agrees with the (partial)
+        targets ``y`` and the constraints."""
+        zero = np.zeros(self.n_parts)
+        theta = self._target_scores(zero, y)
+        best = score_batch(theta, viterbi_batch(theta, self.part_off, self.tok_off,
+                                                self.n_tags),
+                           self.part_off, self.tok_off, self.n_tags)
+        return best > FORBIDDEN / 2
 
     # ------------------------------------------------------------- layout
     @property
@@ -117,11 +207,15 @@ class Chain(RaggedStructure):
 
     # ----------------------------------------------------------- encoding
     def all_outputs(self, max_outputs=100_000):
-        """Every tag sequence of the batch's one sequence (rows of tags)."""
+        """Every tag sequence of the batch's one sequence (rows of tags)
+        that the constraints and forced labels allow."""
         L = self._one_example()
         self._check_count(self.n_tags ** L, max_outputs, f"a chain of {L} tokens")
-        return np.array(list(itertools.product(range(self.n_tags), repeat=L)),
-                        dtype=np.int64).reshape(-1, L)
+        Y = np.array(list(itertools.product(range(self.n_tags), repeat=L)),
+                     dtype=np.int64).reshape(-1, L)
+        if self.constrained:  # the sequences that use no forbidden part
+            Y = Y[[self.offsets @ self.encode(y) > FORBIDDEN / 2 for y in Y]]
+        return Y
 
     def encode(self, y):
         return encode_batch(self._y(y), self.part_off, self.tok_off, self.n_tags)
@@ -163,6 +257,7 @@ class Chain(RaggedStructure):
     # --------------------------------------------------------- projection
     def _project(self, theta, set, geometry):
         if set == "cube":
+            theta = self._theta(theta)
             upper = chain_transition_upper(self.tok_off, self.part_off, self.n_tags)
             if geometry == "euclidean":
                 return np.clip(theta, 0.0, upper)

@@ -40,6 +40,14 @@ STRUCTURES = {
     "birkhoff3": lambda: Birkhoff(3),
     "chain3x3": lambda: Chain(3, np.array([0, 3])),
     "chain1x2": lambda: Chain(2, np.array([0, 1])),
+    # transition constraints (start, end, bigrams) and forced labels
+    "chain4x3_allowed": lambda: Chain(3, np.array([0, 4]), allowed=(
+        np.array([[1, 1, 0], [1, 0, 1], [1, 1, 1]], bool), np.array([1, 0, 1], bool),
+        np.array([1, 1, 0], bool))),
+    "chain4x3_known": lambda: Chain(3, np.array([0, 4]), allowed=(
+        np.array([[1, 1, 0], [1, 1, 1], [0, 1, 1]], bool), np.ones(3, bool),
+        np.ones(3, bool)), known=np.array([-1, 1, -2, -1]),
+        label_sets=np.array([[1, 1, 1], [1, 0, 1]], bool)),
     "tree3": lambda: Tree(np.array([0, 3]), single_root=False),
     "tree4_single_root": lambda: Tree(np.array([0, 4]), single_root=True),
     "tree4_projective": lambda: Tree(np.array([0, 4]), projective=True),
