@@ -131,6 +131,9 @@ def label_codes(y, index=None, name="y"):
                 elif lab is not None:
                     seen.add(lab)
         classes = _sorted_labels(seen)
+        if not classes:
+            raise ValueError(f"{name} has no known label: at least one position must be "
+                             f"labelled (or restricted to a set) to define the tags.")
         index = {c: k for k, c in enumerate(classes)}
     else:
         classes = list(index)

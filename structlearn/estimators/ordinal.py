@@ -65,17 +65,26 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
         'poslearn', 'crf', 'sparsemap', 'm-sparsemap', 'projection'
         (onto the order simplex: isotonic regression), 'squared', or a loss
         object such as ``Projection(set='cube', geometry='kl')``.
-    alpha, fit_intercept, solver, max_iter, tol, random_state, n_jobs,
-    verbose, warm_start
+    alpha : float, default=1e-3
+        L2 penalty of the **mean** loss, ``alpha/2 ||w||^2``.  mord penalises
+        the **sum** of the losses, so mord's ``alpha`` on ``n`` training rows
+        is ``n`` times stronger: ``mord_alpha = alpha * n`` gives the same
+        balance (``alpha = mord_alpha / n``).
+    fit_intercept, solver, max_iter, tol, random_state, n_jobs, verbose, warm_start
         See :class:`structlearn.LabelRanker`.
     decoding : {'map', 'calibrated'}, default='calibrated'
         'calibrated' predicts ``1 + #{t : mu_t > 1/2}`` from the loss's
         marginals (the median class: optimal for absolute error).
     shared_weights : bool, default=False
         If True, all thresholds share one weight vector and differ only in
-        their intercepts, ``theta_t = w.x + b_t`` (parallel thresholds, the
-        model of mord's LogisticAT): ``n_features`` weights instead of
-        ``(n_classes - 1) n_features``, better on small training sets.
+        their intercepts, ``theta_t = w.x + b_t`` (parallel thresholds):
+        ``n_features`` weights instead of ``(n_classes - 1) n_features``,
+        better on small training sets.  This is the parametrisation of
+        mord's ``LogisticAT``, not its loss: mord sums a logistic loss per
+        threshold (each threshold a separate binary problem), while
+        ``loss='crf'`` here is the likelihood of one distribution over the
+        ``k`` classes (the Gibbs distribution on the order simplex), so the
+        fitted probabilities differ on the same rows.
 
     Attributes
     ----------

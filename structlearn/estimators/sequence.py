@@ -16,6 +16,7 @@ from ..losses import get_loss
 from ..solvers import RaggedProblem, n_workers, thread_map
 from ..structures.chain import Chain
 from ._base import StructuredLinearModel, choose_solver
+from ._crfsuite import CRFsuiteCompatMixin
 from ._tagging import allowed_transitions, first_violation, label_codes
 
 FEATURE_SUPPORTS = ("observed", "all")
@@ -103,7 +104,7 @@ class TokenSequenceTags:
         return tags
 
 
-class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
+class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearModel):
     """Sequence tagger: a linear-chain model trained with any structured loss.
 
     Token (unary) scores ``U[t, k] = <w_k, x_t> + b_k``, transition scores
@@ -123,7 +124,11 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
         as ``Projection(set='cube', geometry='kl')`` (the cheap box superset).
     alpha : float, default=1e-4
         L2 penalty of the mean loss, ``alpha/2 ||w||^2``.  CRFsuite's
-        ``c2`` on ``n`` training sequences corresponds to ``alpha = 2 c2 / n``.
+        ``c2`` on ``n`` training sequences corresponds to ``alpha = 2 c2 / n``
+        (CRFsuite penalises the summed loss).  sklearn-crfsuite's parameter
+        names (``c1``, ``c2``, ``algorithm``, ``max_iterations``,
+        ``all_possible_states``, ...) raise a TypeError that names the
+        equivalent here.
     fit_intercept : bool, default=True
         A per-tag bias (unpenalised, except by ``solver='bcfw'`` and
         ``'cutting-plane'``, which penalise every weight).
@@ -206,6 +211,10 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
     allowed_transitions_ : ndarray of bool (n_tags, n_tags)
         The transitions ``constraints`` allow (all True without).
     allowed_start_, allowed_end_ : ndarray of bool (n_tags,)
+    state_features_ : dict
+        ``{(attribute, tag): weight}`` of the non-zero token weights, with
+        sklearn-crfsuite's attribute names (``key:value`` for string
+        features); ``transition_features_``: ``{(tag, next_tag): weight}``.
     n_iter_, objective_, solver_, loss_, duality_gap_
         ``duality_gap_``: the relative duality gap at the stop, for
         ``solver='bcfw'``, and for ``'lbfgs'`` with ``fit_intercept=False``
@@ -361,9 +370,6 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
                                  f"first fit (classes_ = {classes!r}).")
         # partial labels: codes < 0 (None: any tag; a set: one of its tags)
         y_int, sets, classes = label_codes(y, index)
-        if len(classes) == 0:
-            raise ValueError("y has no known label: at least one position must be "
-                             "labelled (or restricted to a set) to define the tags.")
         K = len(classes)
         keep, kept_off = _drop_empty(tok_off)
         if warm:
@@ -584,14 +590,18 @@ class SequenceTagger(TokenSequenceTags, StructuredLinearModel):
         U += self.intercept_
         return [U[tok_off[i]:tok_off[i + 1]] for i in range(len(tok_off) - 1)]
 
-    def predict_marginals(self, X, known=None):
+    def predict_marginals(self, X, known=None, as_dicts=False):
         """Per-token tag marginals: a list of (L, n_tags) arrays.
 
         CRF marginals (``loss='crf'``), SparseMAP or projected marginals, the
         MAP indicators (perceptron and hinge losses) or raw scores ('squared'),
         over the sequences the constraints allow and that agree with
-        ``known`` (as in :meth:`predict`).
+        ``known`` (as in :meth:`predict`).  With ``as_dicts=True``, per
+        sequence a list of ``{tag: marginal}`` dicts, one per token (the
+        format of sklearn-crfsuite's ``predict_marginals``).
         """
+        if as_dicts:
+            return self._marginal_dicts(self.predict_marginals(X, known))
         Xtok, kept_off, lengths, keep = self._batches(X)
         K = len(self.classes_)
         if len(keep) == 0:

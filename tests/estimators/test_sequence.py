@@ -293,7 +293,7 @@ def test_bad_input_is_rejected_with_clear_errors_and_state_unchanged():
         (X, ["abc"] + y[1:], r"y\[0\]"),
         ([[{"w": "a"}, "oops"]] + X[1:], [[0, 0]] + y[1:], "position 1"),
         ([[{"x": float("nan")}]] + X[1:], [[0]] + y[1:], "(?i)nan|finite"),
-        (X, [[None] * len(y[0])] + y[1:], "non-missing"),
+        (X, [[float("nan")] * len(y[0])] + y[1:], "non-missing"),
     ]
     for Xb, yb, msg in bad:
         with pytest.raises(ValueError, match=msg):
