@@ -71,9 +71,10 @@ non-decreasing, so the columns of template ``g`` form one contiguous block.
 
 from . import _arcs, _dicts
 from ._arcs import ArcVectorizer
+from ._templates import TEMPLATES, column_features
 from ._tokens import TokenVectorizer
 
-__all__ = ["ArcVectorizer", "TokenVectorizer"]
+__all__ = ["ArcVectorizer", "TokenVectorizer", "column_features", "TEMPLATES"]
 
 # Also importable from here, as before the split into modules (not in
 # ``__all__``): the sentence helpers of the parsing estimator and feature
