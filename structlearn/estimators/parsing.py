@@ -222,12 +222,16 @@ class DependencyParser(StructuredLinearModel):
         return self
 
     def _label_loss(self, loss):
-        """The labeller's loss: the parser's, except that a projection onto
-        a tree-only set (``'simplex'``: head selection) becomes the
-        projection onto the chain's marginal polytope, same geometry."""
-        if isinstance(loss, Projection) and loss.set not in ("marginal", "chain", "cube"):
-            return Projection(set="marginal", geometry=loss.geometry)
-        return self.loss if isinstance(self.loss, str) else loss
+        """The labeller's loss and whether it scores label bigrams: the
+        parser's loss on a chain, except for the head-selection losses
+        (``Projection(set='simplex')``: every word's head on its own), whose
+        labelling analogue scores every word's label on its own -- a chain
+        without transitions trained with SparseMAP (per-word sparsemax: the
+        Euclidean projection onto each word's simplex) or the CRF (per-word
+        softmax: the KL projection)."""
+        if isinstance(loss, Projection) and loss.set == "simplex":
+            return ("sparsemap" if loss.geometry == "euclidean" else "crf"), False
+        return (self.loss if isinstance(self.loss, str) else loss), True
 
     def _fit_labeller(self, X, heads, deprels, loss, warm):
         """The second stage: a SequenceTagger over each sentence's words
@@ -236,8 +240,9 @@ class DependencyParser(StructuredLinearModel):
         from .sequence import SequenceTagger
 
         old = getattr(self, "labeller_", None) if warm else None
+        label_loss, transitions = self._label_loss(loss)
         tagger = old if old is not None else SequenceTagger(
-            loss=self._label_loss(loss), alpha=self.alpha, solver=self.solver,
+            loss=label_loss, transitions=transitions, alpha=self.alpha, solver=self.solver,
             max_iter=self.max_iter, tol=self.tol, decoding=self.decoding,
             random_state=self.random_state, n_jobs=self.n_jobs, verbose=self.verbose,
             warm_start=self.warm_start)
