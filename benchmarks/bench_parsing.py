@@ -17,9 +17,24 @@ feature cache is reported apart), decoding speed (sentences/s of MST and of
 Eisner on the test set's arc scores, single thread), and the sparsity of
 SparseMAP outputs (trees per sentence, as in the SparseMAP paper's Fig. 4).
 
+**Labelled mode** (``--labelled``): the parser is trained on ``(heads,
+deprels)`` pairs and labels arcs by its second stage; reported are UAS and
+LAS (CoNLL 2018 definition, punctuation included) on test, the label
+accuracy of the second stage on gold heads, its fit time and peak memory,
+and the estimated cost of the joint alternative (label scores inside the
+first-order model: the arc-score sweep -- the bulk of an epoch -- repeated
+for every relation, and ``sum_i n_i^2 x L`` part scores).  Treebanks:
+``en_ewt`` is trained on train; the others of ``bench_parsing_small.py``
+(whose train files are not in the data folder) are trained on dev, with
+the alpha that 3-fold cross-validation inside dev selected for the CRF
+there (``parsing_small_data.md``).  Beside them: UDPipe 1.2's published
+scores with gold tokenisation and gold morphology (UD 2.3 models).
+
 Usage::
 
     python benchmarks/bench_parsing.py --quick                 # 2,000 sentences, prints only
+    python benchmarks/bench_parsing.py --labelled --quick      # labelled, 2,000 sentences
+    python benchmarks/bench_parsing.py --labelled --losses crf --treebanks en_ewt,ro_rrt
     python benchmarks/bench_parsing.py                         # every loss, full data
     python benchmarks/bench_parsing.py --losses crf,perceptron --alphas 1e-5,1e-4
 """
@@ -29,8 +44,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
-    command_line, common_parser, ewt_parsing_xy, machine_info, md_table, out_stem, parse_args,
-    write_csv, write_text)
+    command_line, common_parser, data_path, ewt_parsing_xy, ewt_sentences, machine_info,
+    md_table, out_stem, parse_args, peak_memory_growth, write_csv, write_text)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -39,13 +54,15 @@ import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from structlearn import DependencyParser  # noqa: E402
+from structlearn import DependencyParser, SequenceTagger  # noqa: E402
+from structlearn.datasets import conllu_targets, read_conllu  # noqa: E402
+from structlearn.estimators._arc_labels import label_features  # noqa: E402
 from structlearn.estimators.parsing import parser_problem  # noqa: E402
 from structlearn.feature_maps import ArcFeatureMap  # noqa: E402
 from structlearn.kernels.tree import map_batch, tree_arc_offsets  # noqa: E402
 from structlearn.kernels.tree_validation import validate_heads  # noqa: E402
 from structlearn.losses import Projection, get_loss  # noqa: E402
-from structlearn.metrics import uas  # noqa: E402
+from structlearn.metrics import las, uas  # noqa: E402
 from structlearn.solvers._sgd import _ScaledIterate  # noqa: E402
 
 EPOCHS = 10  # perceptron / SGD epochs
@@ -146,6 +163,157 @@ def run(name, alpha, data, n_jobs, solver="auto"):
     return row, est
 
 
+#: treebank code -> folder of the data folder (the small-data protocol's)
+TREEBANKS = {"en_ewt": "ud_english_ewt", "ro_rrt": "ud_romanian_rrt",
+             "zh_gsd": "ud_chinese_gsd", "ja_gsd": "ud_japanese_gsd",
+             "da_ddt": "ud_danish_ddt", "nl_alpino": "ud_dutch_alpino"}
+#: UDPipe 1.2 architecture, UD 2.3 models (release 181115), test set, (UAS, LAS):
+#: "gold tok" (predicted tags) and "gold tok+mor" (gold UPOS/XPOS/FEATS/lemma, as
+#: here), from the models' README (http://hdl.handle.net/11234/1-2898), trained on
+#: each full train set
+UDPIPE = {"en_ewt": ((84.5, 81.2), (87.7, 85.8)), "ro_rrt": ((86.3, 81.0), (88.1, 83.3)),
+          "zh_gsd": ((75.6, 70.1), (84.8, 81.9)), "ja_gsd": ((92.8, 90.8), (95.0, 93.9)),
+          "da_ddt": ((80.2, 76.8), (84.8, 82.4)), "nl_alpino": ((83.1, 78.9), (86.6, 83.1))}
+#: Niculae et al. (2018) Table 1, UAS of a BiLSTM arc-factored parser (UD 2.0)
+SPARSEMAP_PAPER = {
+    "en_ewt": {"hinge": 87.02, "crf": 86.74, "sparsemap": 86.90, "m-sparsemap": 87.34},
+    "zh_gsd": {"hinge": 81.94, "crf": 83.18, "sparsemap": 84.03, "m-sparsemap": 82.63},
+    "ro_rrt": {"hinge": 87.58, "crf": 87.13, "sparsemap": 87.35, "m-sparsemap": 87.63},
+    "ja_gsd": {"hinge": 96.24, "crf": 96.09, "sparsemap": 96.04, "m-sparsemap": 96.03}}
+#: alpha of the CRF selected by 3-fold CV inside dev (parsing_small_data.md)
+SMALL_DATA_ALPHA = 1e-3
+
+
+def labelled_data(code, n_train=None):
+    """(X, y) of train, dev, test as labelled targets; small-data treebanks
+    are trained on dev (then 'dev' is also the training set)."""
+    def load(subset, n=None):
+        if code == "en_ewt":
+            sents = ewt_sentences(subset, n)
+        else:
+            sents = read_conllu(data_path(TREEBANKS[code], f"{code}-ud-{subset}.conllu"))
+        return [s.tokens for s in sents], conllu_targets(sents)
+
+    if code == "en_ewt":
+        return (*load("train", n_train), *load("dev"), *load("test")), "train"
+    dev = load("dev")
+    return (*dev, *dev, *load("test")), "dev"
+
+
+def run_labelled(code, name, alpha, n_jobs, n_train=None):
+    """One labelled parser on ``code``: a results row."""
+    (Xtr, ytr, Xdev, ydev, Xte, yte), trained_on = labelled_data(code, n_train)
+    loss, extra, _ = LOSSES[name]
+    est = DependencyParser(loss=loss, alpha=alpha, n_jobs=n_jobs, random_state=0, **extra)
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        est.fit(Xtr, ytr)
+        fit_s = time.perf_counter() - t0
+    pred = est.predict(Xte)
+    gold_heads = [h for h, _ in yte]
+    on_gold = est.labeller_.predict(label_features(Xte, gold_heads))
+    n_labels = len(est.labeller_.classes_)
+    # the second stage alone, in a fresh fit: time and peak memory growth
+    tagger = SequenceTagger(**{k: v for k, v in est.labeller_.get_params().items()
+                               if k != "warm_start"})
+    Ftr = label_features(Xtr, [h for h, _ in ytr])
+    with peak_memory_growth() as mem:
+        t0 = time.perf_counter()
+        tagger.fit(Ftr, [d for _, d in ytr])
+        label_s = time.perf_counter() - t0
+    del tagger, Ftr
+    # the joint alternative: L times the arc-score sweep of an epoch
+    heads_tr = [h for h, _ in ytr]
+    t_cache, t_epoch = epoch_time(est, Xtr, heads_tr, loss, n_jobs, est.solver_ == "sgd")
+    sum_n2 = int(sum(len(h) ** 2 for h in heads_tr))
+    row = dict(treebank=code, trained_on=trained_on, model=name, alpha=alpha,
+               solver=est.solver_, n_train=len(Xtr), n_labels=n_labels,
+               dev_las=round(100 * est.score(Xdev, ydev), 2) if trained_on == "train" else "",
+               test_uas=round(100 * uas(yte, pred), 2),
+               test_las=round(100 * las(yte, pred), 2),
+               test_las_full=round(100 * las(yte, pred, full_labels=True), 2),
+               gold_heads_label_acc=round(100 * las(
+                   yte, [(h, d) for h, d in zip(gold_heads, on_gold)], full_labels=True), 2),
+               fit_s=round(fit_s, 1), label_fit_s=round(label_s, 1),
+               label_peak_mb=mem["peak_growth_mb"], n_iter=est.n_iter_,
+               label_n_iter=est.labeller_.n_iter_,
+               epoch_s=round(t_epoch, 2), joint_epoch_s_est=round(n_labels * t_epoch, 1),
+               joint_part_scores_mb=round(sum_n2 * n_labels * 8 / 2**20),
+               udpipe_gold_tok=UDPIPE[code][0], udpipe_gold_tok_mor=UDPIPE[code][1],
+               sparsemap_paper_uas=SPARSEMAP_PAPER.get(code, {}).get(name, ""),
+               warnings=len(log))
+    return row
+
+
+def labelled_report(rows, out, argv):
+    write_csv(f"{out}.csv", rows)
+    info = machine_info()
+    body = [[r["treebank"], r["trained_on"], r["model"], r["alpha"], r["n_train"],
+             r["n_labels"], r["test_uas"], r["test_las"], r["test_las_full"],
+             r["gold_heads_label_acc"],
+             f"{r['udpipe_gold_tok_mor'][0]} / {r['udpipe_gold_tok_mor'][1]}",
+             f"{r['udpipe_gold_tok'][0]} / {r['udpipe_gold_tok'][1]}",
+             r["sparsemap_paper_uas"], r["fit_s"], r["label_fit_s"], r["label_peak_mb"],
+             r["epoch_s"], r["joint_epoch_s_est"], r["joint_part_scores_mb"]]
+            for r in rows]
+    text = ["# Labelled dependency parsing: UAS and LAS", "",
+            f"Command: `{command_line(argv)}`.  UAS / LAS as the CoNLL 2018 shared task "
+            "defines them (gold tokens and gold UPOS/XPOS/FEATS/lemmas given, punctuation "
+            "included, DEPREL compared without subtypes; 'LAS full': with subtypes). "
+            "en_ewt: trained on train; the other treebanks: **trained on dev** (their train "
+            f"files are not in the data folder), alpha={SMALL_DATA_ALPHA} (the CRF's choice "
+            "by 3-fold CV inside dev in parsing_small_data.md). 'labels on gold heads': the "
+            "second stage's accuracy (full labels) when given the gold tree. 'UDPipe 1.2': "
+            "its UD 2.3 models' published test scores (UAS / LAS) with gold tokenisation "
+            "and gold morphology ('+mor', the setting here) or predicted tags, trained on "
+            "the full train sets (README of the UD 2.3 models, "
+            "http://hdl.handle.net/11234/1-2898). 'SparseMAP paper': Niculae et al. (2018) "
+            "Table 1, BiLSTM parser, UAS only, full train sets (UD 2.0). 'joint epoch "
+            "(est.)': a labelled first-order model scores every arc once per relation, so "
+            "its epoch is about L times the measured arc-score sweep epoch; 'joint part "
+            "scores': sum_i n_i^2 x L float64.", "",
+            "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()), "",
+            md_table(["treebank", "trained on", "loss", "alpha", "sentences", "labels L",
+                      "test UAS", "test LAS", "test LAS full", "labels on gold heads",
+                      "UDPipe 1.2 gold tok+mor (UAS / LAS)",
+                      "UDPipe 1.2 gold tok (UAS / LAS)", "SparseMAP paper UAS",
+                      "fit (s)", "labeller fit (s)", "labeller peak memory (MB)",
+                      "parser epoch (s)", "joint epoch (est., s)",
+                      "joint part scores (MB)"], body), ""]
+    path = write_text(out, "\n".join(text))
+    print(f"wrote {path}")
+
+
+def main_labelled(args, argv):
+    codes = args.treebanks.split(",")
+    n_train = 2000 if args.quick else args.n_train
+    out = out_stem(args, "parsing_labelled" + ("" if n_train is None else f"_n{n_train}"))
+    rows = []
+    if args.resume and out and Path(f"{out}.csv").exists():
+        import csv
+
+        with open(f"{out}.csv", newline="") as fh:
+            for r in csv.DictReader(fh):
+                for k in ("udpipe_gold_tok", "udpipe_gold_tok_mor"):
+                    r[k] = tuple(float(v) for v in r[k].strip("()").split(","))
+                rows.append(r)
+    done = {(r["treebank"], r["model"]) for r in rows}
+    for code in codes:
+        for name in args.losses.split(","):
+            if (code, name) in done:
+                continue
+            alpha = (float(args.alphas.split(",")[0]) if args.alphas
+                     else LOSSES[name][2][0] if code == "en_ewt" else SMALL_DATA_ALPHA)
+            if name == "perceptron":
+                alpha = 0.0
+            row = run_labelled(code, name, alpha, args.n_jobs, n_train)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+            if out:
+                labelled_report(rows, out, argv)   # after every row
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
@@ -162,7 +330,20 @@ def main(argv=None):
     ap.add_argument("--solver", choices=["auto", "sgd"], default="auto",
                     help="'sgd': train the smooth losses too by averaged SGD for "
                          f"{EPOCHS} epochs (rows named 'loss (sgd)')")
+    ap.add_argument("--labelled", action="store_true",
+                    help="labelled parsing: UAS and LAS on --treebanks (default loss crf)")
+    ap.add_argument("--treebanks", default=",".join(TREEBANKS),
+                    help="with --labelled: treebank codes (en_ewt trains on train, the "
+                         "others on dev)")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --labelled: keep the rows of the results CSV, run the others")
     args = parse_args(ap, argv)
+    if args.labelled:
+        if args.losses == ",".join(LOSSES):
+            args.losses = "crf"
+        if args.quick:
+            args.treebanks = "en_ewt"
+        return main_labelled(args, argv)
     n_train = 2000 if args.quick else args.n_train
     suffix = ("" if n_train is None else f"_n{n_train}") + (
         "" if args.n_jobs == 2 else f"_nj{args.n_jobs}")  # per-core runs apart

@@ -8,6 +8,7 @@ else (bundled loaders, readers on synthetic files, the download path with a
 ``file://`` URL or a fake ``urlopen``) runs offline on a fresh clone.
 """
 
+import copy
 import gzip
 import hashlib
 import io
@@ -42,9 +43,11 @@ from structlearn.datasets import (
     read_chu_ghahramani,
     read_conll2002,
     read_conll_columns,
+    conllu_targets,
     read_conllu,
     read_label_ranking_csv,
     read_wine_quality,
+    with_predictions,
     write_conllu,
 )
 from structlearn.datasets import _base, _ewt, _fetchers
@@ -1187,3 +1190,64 @@ def test_fetch_conll2002_offline():
     assert esp.pos[0][:2] == ["DA", "NC"]
     ned = fetch_conll2002("ned", "train", data_home=SHARED, download_if_missing=False)
     assert ned.words[0][:3] == ["De", "tekst", "van"]
+
+
+def test_with_predictions_carries_the_predicted_tree_and_clears_deps(tmp_path):
+    gold = read_conllu(io.StringIO(CONLLU))
+    before = copy.deepcopy(gold)
+    pred = [([2, 0, 2, 2, 2], ["nsubj:pass", "root", "aux", "punct", "dep"]),
+            ([0, 1], ["root", "goeswith"])]
+    out = with_predictions(gold, pred)
+    assert gold == before                       # originals untouched
+    for s, g, (h, d) in zip(out, gold, pred):
+        assert s.heads == h and s.deprels == d
+        assert all(t["deps"] is None for t in s.tokens)
+        assert s.empty_nodes == []              # enhanced-graph nodes dropped
+        assert s.comments == g.comments and s.multiword_tokens == g.multiword_tokens
+        for t, u in zip(s.tokens, g.tokens):    # every other column copied
+            assert {k: v for k, v in t.items() if k not in ("head", "deprel", "deps")} == \
+                {k: v for k, v in u.items() if k not in ("head", "deprel", "deps")}
+            assert t is not u and (t["feats"] is None or t["feats"] is not u["feats"])
+    out[0].tokens[0]["feats"]["Case"] = "Acc"
+    assert gold[0].tokens[0]["feats"]["Case"] == "Nom"
+    # write, read back: equal; the file's HEAD/DEPREL/DEPS columns by hand
+    path = tmp_path / "pred.conllu"
+    write_conllu(out, path)
+    assert read_conllu(path) == out
+    words = [line.split("\t") for line in path.read_text().splitlines()
+             if line and not line.startswith("#") and "-" not in line.split("\t")[0]]
+    assert [(int(c[6]), c[7], c[8]) for c in words] == [
+        (h, r, "_") for hs, rs in pred for h, r in zip(hs, rs)]
+    # unlabelled predictions: DEPREL cleared (a gold relation never sits
+    # beside a predicted head); numpy heads become ints
+    out = with_predictions(gold, [np.array([4, 4, 4, 0, 4]), np.array([0, 1])])
+    assert out[0].deprels == [None] * 5 and out[0].heads == [4, 4, 4, 0, 4]
+    assert all(type(h) is int for h in out[0].heads)
+    write_conllu(out, path)
+    assert read_conllu(path) == out
+
+
+@pytest.mark.parametrize("pred, match", [
+    ([[0, 1, 1, 1, 1]], "1 predictions"),
+    ([[0, 1, 1, 1], [0, 1]], r"predictions\[0\] has 4 heads but sentence 0 has 5"),
+    ([[0, 1, 1, 1, 9], [0, 1]], r"predictions\[0\], word 5: head must be an integer in 0..5"),
+    ([[0, 1, 1, 1, 1.0], [0, 1]], "word 5: head must be an integer"),
+    ([([0, 1, 1, 1, 1], ["a"] * 4), [0, 1]], "4 deprels but sentence 0 has 5"),
+    ([([0, 1, 1, 1, 1], ["a", "b", "c", "d e\t", "f"]), [0, 1]], "word 4: deprel"),
+    ([([0, 1, 1, 1, 1], ["a", "b", "c", "d", None]), [0, 1]], "word 5: deprel"),
+])
+def test_with_predictions_errors(pred, match):
+    gold = read_conllu(io.StringIO(CONLLU))
+    with pytest.raises(ValueError, match=match):
+        with_predictions(gold, pred)
+
+
+def test_conllu_targets():
+    gold = read_conllu(io.StringIO(CONLLU))
+    assert conllu_targets(gold[:1]) == [([4, 4, 4, 0, 4], ["nsubj", "aux", "advmod", "root",
+                                                           "punct"])]
+    assert conllu_targets(gold[:1], labelled=False) == [[4, 4, 4, 0, 4]]
+    with pytest.raises(ValueError, match=r"sentence 1 \(s2\), word 2: no HEAD"):
+        conllu_targets(gold)
+    with pytest.raises(ValueError, match="bool"):
+        conllu_targets(gold, labelled="yes")

@@ -23,6 +23,7 @@ from structlearn.metrics import (
     flat_classification_report,
     hamming_loss,
     kendall_tau,
+    las,
     mean_absolute_error,
     spearman_rho,
     token_accuracy,
@@ -553,3 +554,93 @@ def test_hamming_loss_names_the_bad_entry_of_sparse_input():
     nan = sp.csr_matrix(np.array([[0.0, 1.0], [np.nan, 0.0]]))
     with pytest.raises(ValueError, match=r"NaN at Y_pred\[1, 0\]"):
         hamming_loss(np.zeros((2, 2)), nan)
+
+
+# ---------------------------------------------------------------------------
+# labelled attachment score
+# ---------------------------------------------------------------------------
+def _conllu_words(text):
+    """Per word (HEAD, DEPREL) of a CoNLL-U text, read line by line: comment
+    lines, multiword-token lines (ID n-m) and empty nodes (ID n.k) skipped."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if "-" in cols[0] or "." in cols[0]:
+            continue
+        out.append((cols[6], cols[7]))
+    return out
+
+
+def _write_words(sents, targets):
+    """CoNLL-U text of sentences (with their multiword tokens) carrying
+    ``targets``, formatted here (not by write_conllu)."""
+    lines = []
+    for s, (heads, rels) in zip(sents, targets):
+        first = {int(m["id"].split("-")[0]): m["id"] for m in s.multiword_tokens}
+        for j, t in enumerate(s.tokens, start=1):
+            if j in first:
+                lines.append(f"{first[j]}\tx\t_\t_\t_\t_\t_\t_\t_\t_")
+            lines.append(f"{j}\t{t['form']}\t_\t_\t_\t_\t{heads[j - 1]}\t{rels[j - 1]}\t_\t_")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def test_las_matches_a_per_word_count_over_conllu_files():
+    from structlearn.datasets import load_ewt
+
+    sents = load_ewt("test")
+    assert sum(len(s.multiword_tokens) for s in sents) > 0
+    rng = np.random.RandomState(0)
+    gold = [(s.heads, s.deprels) for s in sents]
+    rels = sorted({r for _, d in gold for r in d})
+    pred = []
+    for h, d in gold:   # perturb: some heads, some relations, some subtypes only
+        h2 = [rng.randint(0, len(h) + 1) if rng.rand() < 0.15 else x for x in h]
+        d2 = [rels[rng.randint(len(rels))] if rng.rand() < 0.15 else
+              (r.split(":")[0] + ":xx" if rng.rand() < 0.1 else r) for r in d]
+        pred.append((h2, d2))
+    g = _conllu_words(_write_words(sents, gold))
+    p = _conllu_words(_write_words(sents, pred))
+    assert len(g) == len(p) == sum(len(s) for s in sents)
+    uni = np.mean([a[0] == b[0] and a[1].split(":")[0] == b[1].split(":")[0]
+                   for a, b in zip(g, p)])
+    full = np.mean([a == b for a, b in zip(g, p)])
+    heads_only = np.mean([a[0] == b[0] for a, b in zip(g, p)])
+    assert 0.5 < full < uni < heads_only < 1
+    assert las(gold, pred) == pytest.approx(uni, abs=1e-12)
+    assert las(gold, pred, full_labels=True) == pytest.approx(full, abs=1e-12)
+    assert uas(gold, pred) == pytest.approx(heads_only, abs=1e-12)
+    assert uas([h for h, _ in gold], pred) == uas(gold, pred)
+
+
+def test_las_small_cases_by_hand():
+    gold = [([2, 0, 2, 2], ["nsubj", "root", "obj", "punct"]), ([0], ["root"])]
+    # word 3: right head, subtype only differs; word 4: right relation, wrong head
+    pred = [([2, 0, 2, 1], ["nsubj", "root", "obj:dir", "punct"]), ([0], ["dep"])]
+    assert las(gold, pred) == pytest.approx(3 / 5)
+    assert las(gold, pred, full_labels=True) == pytest.approx(2 / 5)
+    assert uas(gold, pred) == pytest.approx(4 / 5)
+    upos = [["PRON", "VERB", "NOUN", "PUNCT"], ["INTJ"]]
+    assert las(gold, pred, upos, exclude_punct=True) == pytest.approx(3 / 4)
+    assert las(gold, pred, sample_weight=[0, 1]) == 0.0
+    assert las(gold, pred, sample_weight=[1, 0]) == pytest.approx(3 / 4)
+    assert las(gold, gold) == 1.0
+    assert "las" in M.__all__
+
+
+@pytest.mark.parametrize("args, kwargs, match", [
+    (([[2, 0]], [([2, 0], ["a", "b"])]), {}, r"y_true\[0\] must be a \(heads, deprels\)"),
+    (([([2, 0], ["a"])], [([2, 0], ["a", "b"])]), {}, r"y_true\[0\] has 2 heads but 1"),
+    (([([2, 0], ["a", None])], [([2, 0], ["a", "b"])]), {}, "word 2: deprel must be"),
+    (([([2, 0], ["a", "b"])], [([2, 0], ["a", "b"]), ([0], ["c"])]), {},
+     "1 sequences but"),
+    (([([2, 0], ["a", "b"])], [([3, 0], ["a", "b"])]), {}, r"y_pred\[0\]\[0\] = 3"),
+    (([([2, 0], ["a", "b"])], [([2, 0], ["a", "b"])]), {"exclude_punct": True},
+     "needs words_or_upos"),
+    (([([2, 0], ["a", "b"])], [([2, 0], ["a", "b"])]), {"full_labels": "yes"}, "bool"),
+])
+def test_las_bad_input(args, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        las(*args, **kwargs)

@@ -6,7 +6,9 @@ Three kinds of entry points:
   :func:`read_label_ranking_csv`, :func:`read_arff_multilabel`,
   :func:`read_chu_ghahramani`, :func:`read_wine_quality`,
   :func:`read_conll_columns`, :func:`read_conll2002`, :func:`read_conllu`
-  (and :func:`write_conllu`);
+  (and :func:`write_conllu`; :func:`conllu_targets` gives a parser's
+  targets and :func:`with_predictions` the sentences carrying its
+  predicted trees);
 - **fetchers** -- download-and-cache with SHA-256 verification:
   :func:`fetch_label_ranking`, :func:`fetch_mulan`,
   :func:`fetch_chu_ghahramani`, :func:`fetch_conll2000`,
@@ -43,7 +45,8 @@ from ._fetchers import (
     list_mulan_datasets,
 )
 from ._conll import read_conll2002, read_conll_columns
-from ._conllu import ConlluSentence, read_conllu, write_conllu
+from ._conllu import (ConlluSentence, conllu_targets, read_conllu, with_predictions,
+                      write_conllu)
 from ._label_ranking import read_label_ranking_csv
 from ._multilabel import read_arff_multilabel
 from ._ordinal import read_chu_ghahramani, read_wine_quality
@@ -59,6 +62,8 @@ __all__ = [
     "read_conll2002",
     "read_conllu",
     "write_conllu",
+    "with_predictions",
+    "conllu_targets",
     "ConlluSentence",
     "fetch_label_ranking",
     "fetch_mulan",

@@ -16,7 +16,8 @@ import numpy as np
 
 from ._conll import _text_lines
 
-__all__ = ["read_conllu", "write_conllu", "ConlluSentence"]
+__all__ = ["read_conllu", "write_conllu", "ConlluSentence", "with_predictions",
+           "conllu_targets"]
 
 
 #: Names of the ten CoNLL-U fields, in column order.
@@ -521,3 +522,166 @@ def write_conllu(sentences, path_or_file):
     else:
         with open(path, "wb") as fh:
             fh.write(data)
+
+
+def _copy_line(fields):
+    """A copy of one word line's dict (its FEATS and MISC dicts copied too)."""
+    out = dict(fields)
+    for key in ("feats", "misc"):
+        if isinstance(out.get(key), Mapping):
+            out[key] = dict(out[key])
+    return out
+
+
+def _prediction_parts(pred, i, n):
+    """Heads (list of int) and DEPRELs (list of str, or None) of one prediction."""
+    labelled = (isinstance(pred, (tuple, list)) and len(pred) == 2
+                and all(hasattr(p, "__len__") and not isinstance(p, (str, bytes, Mapping))
+                        for p in pred))
+    heads, deprels = (pred if labelled else (pred, None))
+    if isinstance(heads, (str, bytes, Mapping)) or not hasattr(heads, "__len__"):
+        raise ValueError(f"predictions[{i}] must be a head array or a (heads, deprels) "
+                         f"pair; got {type(pred).__name__}.")
+    if len(heads) != n:
+        raise ValueError(f"predictions[{i}] has {len(heads)} heads but sentence {i} has "
+                         f"{n} words.")
+    out = []
+    for t, h in enumerate(heads):
+        if isinstance(h, (bool, np.bool_)) or not isinstance(h, (int, np.integer)) \
+                or not 0 <= h <= n:
+            raise ValueError(f"predictions[{i}], word {t + 1}: head must be an integer "
+                             f"in 0..{n}; got {h!r}.")
+        out.append(int(h))
+    if deprels is None:
+        return out, None
+    if len(deprels) != n:
+        raise ValueError(f"predictions[{i}] has {len(deprels)} deprels but sentence {i} "
+                         f"has {n} words.")
+    for t, d in enumerate(deprels):
+        if not isinstance(d, str) or not d or d != d.strip() or "\t" in d \
+                or "\n" in d:
+            raise ValueError(f"predictions[{i}], word {t + 1}: deprel must be a "
+                             f"non-empty string without whitespace at its ends, tabs or "
+                             f"newlines; got {d!r}.")
+    return out, [str(d) for d in deprels]
+
+
+def with_predictions(sentences, predictions):
+    """Copies of CoNLL-U sentences carrying predicted trees.
+
+    Every word's HEAD is replaced by the predicted one and its DEPREL by
+    the predicted relation, or cleared to ``_`` when the predictions are
+    unlabelled (so that a gold relation is never written beside a
+    predicted head).  DEPS, the enhanced graph, is cleared to ``_`` on
+    every word and empty nodes (which only exist in the enhanced graph)
+    are dropped, so that an enhanced (ELAS) evaluation of the output never
+    scores the gold graph.  Everything else -- comments, FORM to XPOS,
+    FEATS, MISC, multiword-token lines -- is copied.  The input sentences
+    are not modified.
+
+    Parameters
+    ----------
+    sentences : list of ConlluSentence
+        The parsed sentences (e.g. from :func:`read_conllu`).
+    predictions : list
+        One per sentence: a head array (1-based, 0 = root), or a ``(heads,
+        deprels)`` pair, as :meth:`structlearn.DependencyParser.predict`
+        returns them.
+
+    Returns
+    -------
+    list of ConlluSentence
+        New sentences, ready for :func:`write_conllu`.
+
+    Raises
+    ------
+    ValueError
+        If the lists differ in length, or a prediction's length, a head
+        (not an integer in ``0..n``) or a relation (not a non-empty
+        one-line string) does not fit its sentence, naming the sentence
+        and word.
+
+    Examples
+    --------
+    >>> import io
+    >>> gold = read_conllu(io.StringIO(
+    ...     "1\\tHi\\thi\\tINTJ\\tUH\\t_\\t0\\troot\\t0:root\\t_\\n"
+    ...     "2\\t!\\t!\\tPUNCT\\t.\\t_\\t1\\tpunct\\t1:punct\\t_\\n\\n"))
+    >>> out = with_predictions(gold, [([2, 0], ["discourse", "root"])])
+    >>> out[0].heads, out[0].deprels, [t["deps"] for t in out[0].tokens]
+    ([2, 0], ['discourse', 'root'], [None, None])
+    >>> with_predictions(gold, [[0, 1]])[0].deprels
+    [None, None]
+    """
+    if isinstance(sentences, (str, bytes)) or not hasattr(sentences, "__len__"):
+        raise ValueError(f"sentences must be a list of ConlluSentence; got "
+                         f"{type(sentences).__name__}.")
+    if isinstance(predictions, (str, bytes)) or not hasattr(predictions, "__len__"):
+        raise ValueError(f"predictions must be a list (one per sentence); got "
+                         f"{type(predictions).__name__}.")
+    if len(sentences) != len(predictions):
+        raise ValueError(f"{len(sentences)} sentences but {len(predictions)} "
+                         "predictions.")
+    out = []
+    for i, (sent, pred) in enumerate(zip(sentences, predictions)):
+        if not isinstance(sent, ConlluSentence):
+            raise ValueError(f"sentences[{i}] must be a ConlluSentence; got "
+                             f"{type(sent).__name__}.")
+        heads, deprels = _prediction_parts(pred, i, len(sent.tokens))
+        tokens = []
+        for t, tok in enumerate(sent.tokens):
+            new = _copy_line(tok)
+            new["head"] = heads[t]
+            new["deprel"] = None if deprels is None else deprels[t]
+            new["deps"] = None
+            tokens.append(new)
+        out.append(ConlluSentence(tokens, list(sent.comments),
+                                  [_copy_line(m) for m in sent.multiword_tokens], []))
+    return out
+
+
+def conllu_targets(sentences, labelled=True):
+    """Parser targets of CoNLL-U sentences: ``(heads, deprels)`` pairs or heads.
+
+    Parameters
+    ----------
+    sentences : list of ConlluSentence
+    labelled : bool, default=True
+        True: one ``(heads, deprels)`` pair per sentence (a labelled
+        :class:`structlearn.DependencyParser`); False: head lists.
+
+    Returns
+    -------
+    list
+        ``y`` for :meth:`structlearn.DependencyParser.fit`.
+
+    Raises
+    ------
+    ValueError
+        If a word has no HEAD (or, when labelled, no DEPREL), naming the
+        sentence and word.
+
+    Examples
+    --------
+    >>> import io
+    >>> s = read_conllu(io.StringIO(
+    ...     "1\\tHi\\thi\\tINTJ\\tUH\\t_\\t0\\troot\\t_\\t_\\n"
+    ...     "2\\t!\\t!\\tPUNCT\\t.\\t_\\t1\\tpunct\\t_\\t_\\n\\n"))
+    >>> conllu_targets(s), conllu_targets(s, labelled=False)
+    ([([0, 1], ['root', 'punct'])], [[0, 1]])
+    """
+    if not isinstance(labelled, (bool, np.bool_)):
+        raise ValueError(f"labelled must be a bool; got {labelled!r}.")
+    out = []
+    for i, sent in enumerate(sentences):
+        if not isinstance(sent, ConlluSentence):
+            raise ValueError(f"sentences[{i}] must be a ConlluSentence; got "
+                             f"{type(sent).__name__}.")
+        heads, deprels = sent.heads, sent.deprels
+        for t, (h, d) in enumerate(zip(heads, deprels)):
+            if h is None or (labelled and d is None):
+                what = "HEAD" if h is None else "DEPREL"
+                sid = f" ({sent.sent_id})" if sent.sent_id else ""
+                raise ValueError(f"sentence {i}{sid}, word {t + 1}: no {what} ('_').")
+        out.append((heads, deprels) if labelled else heads)
+    return out

@@ -14,10 +14,11 @@ from ..feature_selection import SelectionProblem, TemplateRestrictor
 from ..kernels.arcs import arc_scores
 from ..kernels.tree import projective_trees
 from ..kernels.tree_validation import validate_heads
-from ..losses import get_loss
-from ..metrics import uas
+from ..losses import Projection, get_loss
+from ..metrics import las, uas
 from ..solvers import RaggedProblem, n_workers, thread_map
 from ..structures.tree import Tree
+from ._arc_labels import label_features, split_targets
 from ._base import StructuredLinearModel
 
 def parser_problem(feature_map, heads, loss, single_root, projective, n_jobs=None):
@@ -39,7 +40,7 @@ def _check_head_lists(y, n_sentences):
     return list(y)
 
 
-def _check_heads_input(X, y, single_root):
+def _check_heads_input(X, y, single_root, deprels=None):
     """Validated flat heads and word offsets of (X, y)."""
     if y is None:
         raise ValueError("DependencyParser requires y (a list of head arrays), got None.")
@@ -51,7 +52,9 @@ def _check_heads_input(X, y, single_root):
         if not hasattr(h, "__len__") or isinstance(h, (str, bytes, Mapping)):
             raise ValueError(f"y[{i}] must be an array of heads, got {describe(h)}.")
         if n is not None and n != len(h):
-            raise ValueError(f"sentence {i} has {n} words but its head array has "
+            what = "its (heads, deprels) pair has" if deprels is not None else \
+                "its head array has"
+            raise ValueError(f"sentence {i} has {n} words but {what} "
                              f"{len(h)} entries.")
         a = as_array(h, f"y[{i}]")
         # validate_heads takes integer-valued numbers; these would be cast
@@ -152,21 +155,44 @@ class DependencyParser(StructuredLinearModel):
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
-        """Fit the parser.
+        """Fit the parser (and, for labelled targets, its arc labeller).
 
         Parameters
         ----------
         X : list of sentences (lists of token dicts, or ConlluSentence)
-        y : list of head arrays (1-based heads, 0 = root)
+        y : list of head arrays, or list of ``(heads, deprels)`` pairs
+            Head arrays (1-based heads, 0 = root) train an unlabelled
+            parser.  ``(heads, deprels)`` pairs (the DEPRELs a list of
+            strings, one per word) train a labelled one: the parser on the
+            heads and the labeller on the gold arcs, both with this
+            estimator's loss, ``alpha`` and solver.  Every sentence must
+            have the same kind of target.
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            Naming the sentence (and word), when y mixes head arrays and
+            pairs, a pair's heads and DEPRELs differ in length, a DEPREL is
+            not a non-empty string, or a gold tree is invalid.  Nothing of a
+            fitted estimator is changed then.
         """
         t_start = time.perf_counter()
         loss = get_loss(self.loss)
         solver = self._check_params(loss)
+        check_sentences(X)
+        y, deprels = split_targets(y, len(X))
         warm = self.warm_start and hasattr(self, "vectorizer_")
+        labeller = label_time = None
+        if deprels is not None:
+            self._check_parser_params()
+            _check_heads_input(X, y, self.single_root, deprels)
+            t_label = time.perf_counter()
+            labeller = self._fit_labeller(X, y, deprels, loss, warm)
+            label_time = time.perf_counter() - t_label
         heads, word_off, vec, cache = self._prepare(X, y, loss, warm)
         if self.verbose:
             print(f"[DependencyParser] {len(word_off) - 1} sentences, {word_off[-1]} words, "
@@ -187,7 +213,40 @@ class DependencyParser(StructuredLinearModel):
         self.vectorizer_ = vec
         self.n_features_in_ = vec.n_features_
         self._record_fit(loss, solver, n_iter, obj, t_start)
+        if labeller is None:  # an unlabelled refit of a labelled parser
+            self.__dict__.pop("labeller_", None)
+            self.__dict__.pop("label_fit_time_", None)
+        else:
+            self.labeller_ = labeller
+            self.label_fit_time_ = label_time
         return self
+
+    def _label_loss(self, loss):
+        """The labeller's loss and whether it scores label bigrams: the
+        parser's loss on a chain, except for the head-selection losses
+        (``Projection(set='simplex')``: every word's head on its own), whose
+        labelling analogue scores every word's label on its own -- a chain
+        without transitions trained with SparseMAP (per-word sparsemax: the
+        Euclidean projection onto each word's simplex) or the CRF (per-word
+        softmax: the KL projection)."""
+        if isinstance(loss, Projection) and loss.set == "simplex":
+            return ("sparsemap" if loss.geometry == "euclidean" else "crf"), False
+        return (self.loss if isinstance(self.loss, str) else loss), True
+
+    def _fit_labeller(self, X, heads, deprels, loss, warm):
+        """The second stage: a SequenceTagger over each sentence's words
+        labelling the gold arcs, trained with the parser's loss and
+        hyper-parameters (a new tagger, or the fitted one when warm)."""
+        from .sequence import SequenceTagger
+
+        old = getattr(self, "labeller_", None) if warm else None
+        label_loss, transitions = self._label_loss(loss)
+        tagger = old if old is not None else SequenceTagger(
+            loss=label_loss, transitions=transitions, alpha=self.alpha, solver=self.solver,
+            max_iter=self.max_iter, tol=self.tol, decoding=self.decoding,
+            random_state=self.random_state, n_jobs=self.n_jobs, verbose=self.verbose,
+            warm_start=self.warm_start)
+        return tagger.fit(label_features(X, heads), deprels)
 
     def _prepare(self, X, y, loss, warm):
         """Validated heads, the (fitted) vectorizer and the arc cache of X."""
@@ -290,7 +349,27 @@ class DependencyParser(StructuredLinearModel):
         return [s.reshape(k, k + 1) for s, k in zip(self._split(cache, parts, "arc"), n)]
 
     def predict(self, X):
-        """Head arrays (always valid trees): a list of int arrays."""
+        """Predicted trees, in the form of the targets ``fit`` was given.
+
+        Parameters
+        ----------
+        X : list of sentences (lists of token dicts, or ConlluSentence)
+
+        Returns
+        -------
+        list
+            Unlabelled parser: a head array (int, 1-based, 0 = root; always
+            a valid tree) per sentence.  Labelled parser: a ``(heads,
+            deprels)`` pair per sentence, the DEPRELs (list of str) labelling
+            the predicted arcs.
+        """
+        heads = self._predict_heads(X)
+        if getattr(self, "labeller_", None) is None:
+            return heads
+        deprels = self.labeller_.predict(label_features(X, heads))
+        return [(h, list(d)) for h, d in zip(heads, deprels)]
+
+    def _predict_heads(self, X):
         if self.decoding == "calibrated":
             def decode(theta, st):
                 return st.calibrated_decode(self.loss_.mean(theta, st))
@@ -326,6 +405,39 @@ class DependencyParser(StructuredLinearModel):
         return out
 
     def score(self, X, y):
-        """Unlabelled attachment score of the predicted trees."""
+        """Attachment score of the predicted trees: LAS for a labelled
+        parser, UAS for an unlabelled one.
+
+        Parameters
+        ----------
+        X : list of sentences
+        y : list of head arrays (unlabelled parser) or of ``(heads,
+            deprels)`` pairs (labelled parser)
+
+        Returns
+        -------
+        float
+            Labelled parser: :func:`structlearn.metrics.las` (HEAD and the
+            universal part of DEPREL correct, punctuation included, as the
+            CoNLL 2018 shared task scores).  Unlabelled:
+            :func:`structlearn.metrics.uas`.
+
+        Raises
+        ------
+        ValueError
+            If y's kind does not match the parser's (a labelled parser is
+            scored on pairs, an unlabelled one on head arrays).
+        """
+        check_is_fitted(self, "coef_")
+        labelled = getattr(self, "labeller_", None) is not None
+        heads, deprels = split_targets(y, len(X))
+        if labelled and deprels is None:
+            raise ValueError("This parser is labelled: score it on (heads, deprels) "
+                             "pairs (or use structlearn.metrics.uas on the heads).")
+        if not labelled and deprels is not None:
+            raise ValueError("This parser is unlabelled (fitted on head arrays): y holds "
+                             "(heads, deprels) pairs; score it on head arrays.")
         pred = self.predict(X)
-        return uas(_check_head_lists(y, len(pred)), pred)
+        if labelled:
+            return las(list(zip(heads, deprels)), pred)
+        return uas(_check_head_lists(heads, len(pred)), pred)

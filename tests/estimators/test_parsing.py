@@ -364,3 +364,145 @@ def test_conllu_sentences_are_accepted_directly():
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert [list(h) for h in a.predict(train[:5])] == [list(h) for h in b.predict(
         [s.tokens for s in train[:5]])]
+
+
+# ----------------------------------------------------------------- labelled
+def labelled_toy_data(n_sent=30, seed=0):
+    """toy_data with relations that follow from the words: a word's
+    relation is its UPOS (lower-cased) after a determiner head, ``other``
+    otherwise, with a subtype when its form is w0; the root's is 'root'."""
+    X, y = toy_data(n_sent, seed)
+    out = []
+    for toks, heads in zip(X, y):
+        rels = []
+        for m, h in enumerate(heads, start=1):
+            if h == 0:
+                rels.append("root")
+                continue
+            rel = toks[m - 1]["upos"].lower() if toks[h - 1]["upos"] == "DET" else "other"
+            rels.append(rel + (":w0" if toks[m - 1]["form"] == "w0" else ""))
+        out.append((heads, rels))
+    return X, out
+
+
+def _count_las(gold, pred, full):
+    """LAS by a per-word loop (relations without subtypes unless full)."""
+    good = total = 0
+    for (hg, dg), (hp, dp) in zip(gold, pred):
+        for a, b, r, s in zip(hg, hp, dg, dp):
+            total += 1
+            good += int(a) == int(b) and (r == s if full else
+                                          r.split(":")[0] == s.split(":")[0])
+    return good / total
+
+
+@pytest.mark.parametrize("loss", ALL_LOSSES, ids=str)
+def test_every_loss_labels_arcs_with_its_own_loss(loss):
+    X, y = labelled_toy_data(40)
+    kw = {"max_iter": 20} if loss in ("perceptron", "hinge", "hinge-approx-slack",
+                                      "poslearn") else {}
+    est = DependencyParser(loss=loss, alpha=1e-3, random_state=0, **kw).fit(X, y)
+    # the second stage is trained with the parser's loss and hyper-parameters
+    lab = est.labeller_
+    if isinstance(loss, Projection):  # head selection -> each word's label on its own
+        assert lab.loss == ("sparsemap" if loss.geometry == "euclidean" else "crf")
+        assert lab.transitions is False
+    else:
+        assert lab.loss == loss and lab.transitions is True
+    assert (lab.alpha, lab.solver, lab.max_iter) == (1e-3, "auto", kw.get("max_iter"))
+    assert lab.classes_ == sorted({r for _, d in y for r in d})
+    Xt, yt = labelled_toy_data(20, seed=1)
+    pred = est.predict(Xt)
+    assert all(isinstance(p, tuple) and len(p) == 2 for p in pred)
+    assert all(is_tree(h, True) and len(d) == len(h) and all(isinstance(r, str) for r in d)
+               for h, d in pred)
+    score = est.score(Xt, yt)
+    assert score == pytest.approx(_count_las(yt, pred, full=False))
+    assert score > 0.85
+
+
+def test_labelled_fit_keeps_the_unlabelled_parser_bit_for_bit():
+    X, y = labelled_toy_data(30)
+    heads = [h for h, _ in y]
+    plain = DependencyParser(loss="crf", alpha=1e-3).fit(X, heads)
+    labelled = DependencyParser(loss="crf", alpha=1e-3).fit(X, y)
+    np.testing.assert_array_equal(plain.coef_, labelled.coef_)
+    assert plain.n_iter_ == labelled.n_iter_ and plain.objective_ == labelled.objective_
+    assert not hasattr(plain, "labeller_")
+    Xt, yt = labelled_toy_data(10, seed=3)
+    ph = plain.predict(Xt)
+    assert all(isinstance(h, np.ndarray) for h in ph)
+    assert [list(h) for h in ph] == [list(h) for h, _ in labelled.predict(Xt)]
+    assert plain.score(Xt, [h for h, _ in yt]) == uas(yt, labelled.predict(Xt))
+    # an unlabelled refit of a labelled parser drops its labeller
+    labelled.fit(X, heads)
+    assert not hasattr(labelled, "labeller_")
+    np.testing.assert_array_equal(plain.coef_, labelled.coef_)
+
+
+def test_labeller_beats_a_most_frequent_relation_per_upos_baseline_on_ewt():
+    train, test = load_ewt("train")[:400], load_ewt("test")[:150]
+    y = [(s.heads, s.deprels) for s in train]
+    yt = [(s.heads, s.deprels) for s in test]
+    est = DependencyParser(loss="perceptron", max_iter=5, random_state=0).fit(train, y)
+    pred = est.predict(test)
+    las_ = est.score(test, yt)
+    assert las_ == pytest.approx(_count_las(yt, pred, full=False))
+    # baseline: predicted heads, the relation most frequent for the word's UPOS
+    from collections import Counter
+    by_upos = {}
+    for s in train:
+        for u, r in zip(s.upos, s.deprels):
+            by_upos.setdefault(u, Counter())[r] += 1
+    base = [(h, [by_upos[u].most_common(1)[0][0] for u in s.upos])
+            for (h, _), s in zip(pred, test)]
+    assert las_ > _count_las(yt, base, full=False) + 0.1
+    assert las_ <= uas(yt, pred)
+
+
+@pytest.mark.parametrize("y_bad, match", [
+    (lambda y: y[:-1] + [y[-1][0]], r"y mixes formats: y\[0\] is a \(heads, deprels\) "
+                                    r"pair but y\[9\] is a head array"),
+    (lambda y: [y[0][0]] + y[1:], r"y\[0\] is a head array but y\[1\] is a \(heads"),
+    (lambda y: y[:3] + [(y[3][0], y[3][1][:-1])] + y[4:], "sentence 3: .* heads but"),
+    (lambda y: y[:2] + [(y[2][0], [None] + y[2][1][1:])] + y[3:],
+     r"sentence 2, word 1 \(y\[2\]\[1\]\[0\]\): deprel must be a non-empty string, "
+     "got None"),
+    (lambda y: y[:2] + [(y[2][0], [""] + y[2][1][1:])] + y[3:], "sentence 2, word 1"),
+    (lambda y: y[:2] + [(y[2][0], [7] * len(y[2][1]))] + y[3:], "got 7"),
+    (lambda y: y[:1] + [([0] * len(y[1][0]), y[1][1])] + y[2:], "root"),
+])
+def test_bad_labelled_targets_raise_and_leave_a_fitted_parser_unchanged(y_bad, match):
+    X, y = labelled_toy_data(30, seed=4)
+    y = [(h, d) for h, d in y if len(h) > 1][:10]
+    X = [x for x in X if len(x) > 1][:10]
+    assert len(X) == len(y) == 10
+    est = DependencyParser(loss="perceptron", max_iter=3, random_state=0).fit(X, y)
+    coef, lab = est.coef_.copy(), est.labeller_
+    lab_coef = lab.coef_.copy()
+    with pytest.raises(ValueError, match=match):
+        est.fit(X, y_bad(y))
+    np.testing.assert_array_equal(est.coef_, coef)
+    assert est.labeller_ is lab
+    assert (est.labeller_.coef_ != lab_coef).nnz == 0
+
+
+def test_score_refuses_the_other_kind_of_target():
+    X, y = labelled_toy_data(20)
+    lab = DependencyParser(loss="perceptron", max_iter=3, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="labelled: score it on"):
+        lab.score(X, [h for h, _ in y])
+    plain = DependencyParser(loss="perceptron", max_iter=3, random_state=0).fit(
+        X, [h for h, _ in y])
+    with pytest.raises(ValueError, match="unlabelled"):
+        plain.score(X, y)
+
+
+def test_labelled_warm_start_and_clone():
+    X, y = labelled_toy_data(30)
+    est = DependencyParser(loss="perceptron", max_iter=1, warm_start=True, random_state=0)
+    est.fit(X, y)
+    lab = est.labeller_
+    est.fit(X, y)
+    assert est.labeller_ is lab
+    assert not hasattr(clone(est), "labeller_")
