@@ -33,7 +33,7 @@ def _chunk(upos):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli")
-    train, test = load_ewt("train")[:300], load_ewt("test")[:100]
+    train, test = load_ewt("train")[:200], load_ewt("test")[:100]
     for name, sents in (("train", train), ("test", test)):
         with open(d / f"{name}.txt", "w", encoding="utf-8") as f:
             for s in sents:
@@ -57,7 +57,7 @@ def test_chunking_train_predict_evaluate(task, files, capsys, tmp_path):
     code, out, err = _run(["train", task, files / "train.txt", "--model", model,
                            "--max-iter", 50] + extra, capsys)
     assert code == 0, err
-    assert "300 sentences" in err and "trained in" in err and out == ""
+    assert "200 sentences" in err and "trained in" in err and out == ""
     pred = tmp_path / "pred.txt"
     code, out, err = _run(["predict", model, files / "test.txt", "-o", pred], capsys)
     assert code == 0, err
