@@ -225,35 +225,15 @@ def read_conll2000(subset):
 
 
 def chunking_features(sent):
-    """The CRF++ chunking template used by CRFsuite's benchmark.
-
-    Words at offsets -2..2, word bigrams (-1,0) (0,1), POS at -2..2, POS
-    bigrams (-2,-1) (-1,0) (0,1) (1,2), POS trigrams starting at -2, -1, 0.
-    Out-of-range positions read as the boundary symbols ``__BOS__`` /
-    ``__EOS__``.
+    """The CRF++ chunking template used by CRFsuite's benchmark
+    (:func:`structlearn.feature_extraction.column_features` with
+    ``template='chunking'``): words at offsets -2..2, word bigrams (-1,0)
+    (0,1), POS at -2..2, POS bigrams (-2,-1) (-1,0) (0,1) (1,2), POS
+    trigrams starting at -2, -1, 0; ``sent`` holds (word, pos, ...) tuples.
     """
-    n = len(sent)
+    from structlearn.feature_extraction import column_features
 
-    def w(i):
-        return sent[i][0] if 0 <= i < n else ("__BOS__" if i < 0 else "__EOS__")
-
-    def p(i):
-        return sent[i][1] if 0 <= i < n else ("__BOS__" if i < 0 else "__EOS__")
-
-    feats = []
-    for t in range(n):
-        f = {}
-        for o in (-2, -1, 0, 1, 2):
-            f[f"w[{o}]"] = w(t + o)
-            f[f"pos[{o}]"] = p(t + o)
-        f["w[-1]|w[0]"] = w(t - 1) + "|" + w(t)
-        f["w[0]|w[1]"] = w(t) + "|" + w(t + 1)
-        for a, b in ((-2, -1), (-1, 0), (0, 1), (1, 2)):
-            f[f"pos[{a}]|pos[{b}]"] = p(t + a) + "|" + p(t + b)
-        for a in (-2, -1, 0):
-            f[f"pos[{a}]|pos[{a + 1}]|pos[{a + 2}]"] = "|".join(p(t + a + j) for j in range(3))
-        feats.append(f)
-    return feats
+    return column_features([(tok[0], tok[1]) for tok in sent], "chunking")
 
 
 def conll2000_xy(subset):

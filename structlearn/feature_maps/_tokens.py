@@ -239,13 +239,19 @@ class TokenFeatureMap(TokenBatches):
         nz = np.flatnonzero(tail)
         return np.concatenate([cols, self.n_support + nz]), np.concatenate([gv, tail[nz]])
 
-    def gibbs_value_and_grad(self, z, batches):
+    def gibbs_value_and_grad(self, z, batches, penalties=None):
         """Value and gradient of the CRF loss over ``batches``, fused per
         sequence (``kernels.linear.chain_crf_value_grad``:
         the same numbers as scores, loss and :meth:`backprop`, without
         batch-sized score and marginal arrays, and with each weight beside
-        its gradient)."""
+        its gradient).  ``penalties``: the transition, start and end score
+        offsets of transition constraints
+        (:meth:`structlearn.structures.Chain.transition_penalties`), added
+        to the weights' scores (the gradient is unchanged: forbidden parts
+        have zero marginals and never occur in the targets)."""
         w, trans, start, end, bias = self.unpack(z)
+        if penalties is not None:
+            trans, start, end = (a + p for a, p in zip((trans, start, end), penalties))
         K, S = self.K, self.n_support
         wg = np.empty(2 * S)
         wg[0::2] = w

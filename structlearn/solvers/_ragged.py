@@ -61,9 +61,12 @@ class RaggedProblem:
                        for a, b in feature_map.chunk_ranges(self.n_threads)]
         #: the warm-start caches of :meth:`pieces`, with the active set
         self.piece_caches = RangeCaches() if active else None
-        # the fused likelihood knows neither partial targets nor constraints
+        # the fused likelihood takes transition constraints (as score
+        # offsets), not partial targets
         self._fused = loss.gibbs_likelihood and hasattr(feature_map, "gibbs_value_and_grad") \
-            and not self.partial and not getattr(probe, "constrained", False)
+            and not self.partial and getattr(probe, "known", None) is None
+        self._penalties = probe.transition_penalties() \
+            if getattr(probe, "allowed", None) is not None else None
 
     # ------------------------------------------------------------- batches
     def _contiguous(self, a, b, warm_cache=None):
@@ -100,6 +103,8 @@ class RaggedProblem:
 
     def _group_value_and_grad(self, z, batches):
         if self._fused:
+            if self._penalties is not None:
+                return self.fmap.gibbs_value_and_grad(z, batches, self._penalties)
             return self.fmap.gibbs_value_and_grad(z, batches)
         g = np.zeros(self.n_params)
         vals = np.concatenate([self._batch_value_and_grad(z, b, g) for b in batches])

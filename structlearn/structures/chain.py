@@ -110,6 +110,11 @@ class Chain(RaggedStructure):
         self._offsets = None
 
     # -------------------------------------------------------- restriction
+    def transition_penalties(self):
+        """The score offsets ``(transitions (K, K), start (K,), end (K,))``
+        of ``allowed``: 0 where allowed, ``FORBIDDEN`` elsewhere."""
+        return self._penalties()
+
     def _penalties(self):
         K = self.n_tags
         if self.allowed is None:

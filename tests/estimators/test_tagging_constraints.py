@@ -309,3 +309,34 @@ def test_crf_partial_labels_recover_the_fully_labelled_model():
     part = SequenceTagger(**kw).fit(X, Yp)
     np.testing.assert_allclose(part.transition_, full.transition_, atol=1e-4)
     np.testing.assert_allclose(part.coef_.toarray(), full.coef_.toarray(), atol=1e-4)
+
+
+def test_fused_crf_with_constraints_matches_the_structure_path():
+    """The fused CRF likelihood adds the constraints' offsets to the
+    transition weights; the generic path adds them to the part scores."""
+    from structlearn.estimators.sequence import chain_problem
+    from structlearn.feature_extraction import TokenVectorizer
+
+    X, Y = _toy(20)
+    classes = sorted({t for s in Y for t in s})
+    idx = {c: k for k, c in enumerate(classes)}
+    enc = TokenVectorizer()._fit(X, transform=True, raw=True)
+    K = len(classes)
+    y = np.array([idx[t] for s in Y for t in s])
+    allowed = allowed_transitions("BIO", classes)
+    sup_ptr = np.arange(0, (enc.n_cols + 1) * K, K)
+    sup_label = np.tile(np.arange(K), enc.n_cols)
+    from structlearn.feature_maps import checked_tokens
+
+    prob = chain_problem(checked_tokens(enc, sup_ptr), enc.tok_off, y, K, sup_ptr,
+                         sup_label, CRF(), allowed=allowed)
+    assert prob._fused
+    z = np.random.default_rng(0).normal(size=prob.n_params)
+    v1, g1 = prob.value_and_grad(z)
+    prob._fused = False
+    v2, g2 = prob.value_and_grad(z)
+    np.testing.assert_allclose(v1, v2, rtol=1e-10)
+    np.testing.assert_allclose(g1, g2, atol=1e-10)
+    free = chain_problem(checked_tokens(enc, sup_ptr), enc.tok_off, y, K, sup_ptr,
+                         sup_label, CRF())
+    assert not np.allclose(free.value_and_grad(z)[0], v1)  # the constraints matter
