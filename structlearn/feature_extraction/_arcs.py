@@ -9,7 +9,14 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_int, describe
-from ..kernels.arcs import ATTRIBUTES, TEMPLATES, arc_feature_ids, build_table, gold_arc_keys, template_names
+from ..kernels.arcs import (
+    ATTRIBUTES,
+    TEMPLATES,
+    arc_feature_ids,
+    build_table,
+    gold_arc_keys,
+    template_names,
+)
 from ..kernels.tree_validation import validate_heads
 
 __all__ = ["ArcVectorizer", "check_sentences", "sentence_attributes"]
