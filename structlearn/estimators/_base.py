@@ -151,10 +151,15 @@ class StructuredLinearModel(BaseEstimator):
 
     def _validate_X(self, X, reset):
         """Checked X (:func:`structlearn._validation.check_matrix`); records
-        (``reset``) or checks the number and names of the features."""
-        X = check_matrix(X)
-        return validate_data(self, X, reset=reset, accept_sparse="csr",
-                             dtype=np.float64, ensure_all_finite=False)
+        (``reset``) or checks the number and names of the features.
+
+        The names are read from the input as given (a DataFrame's columns),
+        before the conversion to an array drops them: scikit-learn then
+        raises on renamed or reordered columns, and warns when names appear
+        or disappear between fit and predict."""
+        checked = check_matrix(X)
+        validate_data(self, X, reset=reset, skip_check_array=True)
+        return checked
 
     # ------------------------------------------------------------------- fit
     def fit(self, X, y):
@@ -173,7 +178,7 @@ class StructuredLinearModel(BaseEstimator):
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
                              f"target y is None.")
-        X = check_matrix(X)
+        X_given, X = X, check_matrix(X)
         loss = get_loss(self.loss)
         y_int, structure, extra = self._prepare_targets(y, n_samples=X.shape[0])
         loss.check(structure)
@@ -194,8 +199,7 @@ class StructuredLinearModel(BaseEstimator):
             z, n_iter, obj = self._run_solver(solver, problem, z0, loss, (y_int,))
         check_solution(z, obj, type(self).__name__)
         W, b = problem.unpack(z)
-        validate_data(self, X, reset=True, accept_sparse="csr", dtype=np.float64,
-                      ensure_all_finite=False)
+        validate_data(self, X_given, reset=True, skip_check_array=True)
         self.coef_ = W.copy()
         self.intercept_ = b.copy() if self.fit_intercept else np.zeros(p)
         self.weight_tying_ = tie

@@ -46,6 +46,40 @@ def _check_ordinal_labels(y, n_samples):
     return y
 
 
+def _ordered_categories(y):
+    """The categories of an ordered pandas categorical ``y`` (a
+    ``pd.Categorical`` or a Series of that dtype) as an ndarray, lowest
+    first; None for anything else (unordered categoricals included).  Read
+    from the dtype's ``ordered`` and ``categories``, without importing
+    pandas."""
+    dtype = getattr(y, "dtype", None)
+    if getattr(dtype, "ordered", None) is True and hasattr(dtype, "categories"):
+        return np.asarray(dtype.categories)
+    return None
+
+
+def _categorical_classes(y, categories):
+    """``(classes, y_idx)`` for labels ``y`` of an ordered categorical: the
+    categories that occur in ``y``, in the categorical's order."""
+    rank = {c: r for r, c in enumerate(categories.tolist())}
+    pos = np.fromiter((rank[v] for v in y.tolist()), dtype=np.int64, count=len(y))
+    used = np.unique(pos)
+    return categories[used], np.searchsorted(used, pos)
+
+
+def _sorted_classes(y):
+    """``(classes, y_idx)``: the distinct labels of ``y`` sorted, and the
+    position of every label among them."""
+    try:
+        return np.unique(y, return_inverse=True)
+    except TypeError as exc:
+        first = type(y[0])
+        i = next((i for i, v in enumerate(y) if type(v) is not first), 0)
+        raise ValueError(f"ordinal labels must be sortable: y[0] is "
+                         f"{first.__name__} but y[{i}] = {y[i]!r} is "
+                         f"{type(y[i]).__name__} ({exc}).") from exc
+
+
 class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
     """Ordinal regression on the order simplex (all-threshold encoding).
 
@@ -53,6 +87,17 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
     ``phi(y)_t = 1[y > t]`` (Blondel 2019), each threshold with its own
     linear score.  Any sortable labels work: ``classes_`` holds them in
     order and non-contiguous values are fine (the model sees class indices).
+    An *ordered* pandas categorical ``y`` (``pd.Categorical(...,
+    ordered=True)`` or a Series of that dtype) defines the order instead:
+    ``classes_`` holds its categories that occur in ``y``, lowest first
+    (e.g. ``['low', 'medium', 'high']``, not the alphabetical ``['high',
+    'low', 'medium']``).  Unordered categoricals, Series and arrays are
+    sorted.
+
+    A DataFrame ``X`` has its column names recorded in
+    ``feature_names_in_``; ``predict``, ``score`` and the other methods
+    raise a ValueError on renamed or reordered columns (and warn, as
+    scikit-learn does, when names appear or disappear).
 
     ``score`` returns the **negative mean absolute error measured in class
     positions** (so that larger is better, as scikit-learn scorers expect);
@@ -89,6 +134,12 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The classes, lowest first: sorted, or in the order of an ordered
+        categorical ``y``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of a DataFrame ``X`` (with string column names) given
+        to ``fit``; absent otherwise.
     coef_ : ndarray of shape (n_classes - 1, n_features)
         One row per threshold, or a single row with ``shared_weights=True``.
     intercept_ : ndarray of shape (n_classes - 1,)
@@ -112,18 +163,15 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
         return None
 
     def _prepare_targets(self, y, n_samples):
+        categories = _ordered_categories(y)
         y = _check_ordinal_labels(y, n_samples)
-        if y.dtype.kind == "f" and type_of_target(y) == "continuous":
+        if categories is not None:
+            classes, y_idx = _categorical_classes(y, categories)
+        elif y.dtype.kind == "f" and type_of_target(y) == "continuous":
             raise ValueError("y looks continuous (non-integer floats); ordinal "
                              "regression needs discrete ordered labels.")
-        try:
-            classes, y_idx = np.unique(y, return_inverse=True)
-        except TypeError as exc:
-            first = type(y[0])
-            i = next((i for i, v in enumerate(y) if type(v) is not first), 0)
-            raise ValueError(f"ordinal labels must be sortable: y[0] is "
-                             f"{first.__name__} but y[{i}] = {y[i]!r} is "
-                             f"{type(y[i]).__name__} ({exc}).") from exc
+        else:
+            classes, y_idx = _sorted_classes(y)
         if len(classes) < 2:
             raise ValueError(f"ordinal regression needs at least 2 classes; got 1 "
                              f"class: {classes.tolist()}.")
@@ -179,5 +227,7 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
                 raise ValueError(f"y has a label unseen in training at position {i}: "
                                  f"{label!r}; classes are {self.classes_.tolist()}.") from None
         w = check_sample_weight(sample_weight, len(pos))
-        pred = np.searchsorted(self.classes_, pred)
+        # (classes_ need not be sorted: an ordered categorical sets its order)
+        pred = np.fromiter((index[c] for c in pred.tolist()), dtype=np.int64,
+                           count=len(pred))
         return -float(np.average(np.abs(pred - pos), weights=w))

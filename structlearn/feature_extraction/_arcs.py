@@ -9,7 +9,14 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_int, describe
-from ..kernels.arcs import TEMPLATES, arc_feature_ids, build_table, gold_arc_keys, template_names
+from ..kernels.arcs import (
+    ATTRIBUTES,
+    TEMPLATES,
+    arc_feature_ids,
+    build_table,
+    gold_arc_keys,
+    template_names,
+)
 from ..kernels.tree_validation import validate_heads
 
 __all__ = ["ArcVectorizer", "check_sentences", "sentence_attributes"]
@@ -124,6 +131,17 @@ class ArcVectorizer(BaseEstimator):
     templates_ : ndarray of int16, shape (``n_features_``,)
         Template index of every feature column.
     template_names_ : list of str
+
+    Notes
+    -----
+    :meth:`transform` returns ``(A, word_off)``: one row of attribute ids
+    per word, whose columns :meth:`get_feature_names_out` names (the
+    attributes of :data:`structlearn.kernels.arcs.ATTRIBUTES`).  The arc
+    features themselves (``n_features_`` columns, computed per arc by
+    :meth:`arc_features`) are 64-bit hashes of template conjunctions and
+    have no names; their templates are ``template_names_[templates_]``.
+    This is not a 2-D table of samples: scikit-learn's ``set_output`` does
+    not apply (the class has no ``set_output``).
     """
 
     def __init__(self, min_freq=1, prefix_length=5, templates=None):
@@ -210,6 +228,28 @@ class ArcVectorizer(BaseEstimator):
         check_is_fitted(self, "vocabularies_")
         cols, word_off = sentence_attributes(X, prefix_length=self.prefix_length)
         return self._ids(cols, self.vocabularies_), word_off
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the columns of the attribute ids :meth:`transform`
+        returns.
+
+        Parameters
+        ----------
+        input_features : None
+            Sentences have no input columns: must be None.
+
+        Returns
+        -------
+        ndarray of str objects
+            ``("form", "lemma", "upos", "xpos", "prefix", "feats")``: the
+            lower-cased form, lemma, UPOS, XPOS, form prefix of
+            ``prefix_length`` characters and FEATS.
+        """
+        check_is_fitted(self, "vocabularies_")
+        if input_features is not None:
+            raise ValueError("input_features must be None: ArcVectorizer reads sentences, "
+                             "which have no input columns.")
+        return np.array(ATTRIBUTES, dtype=object)
 
     def arc_features(self, A, word_off, a, b):
         """``(indptr, ids)`` of every arc of sentences ``a..b-1`` (see

@@ -92,6 +92,15 @@ class TokenVectorizer(BaseEstimator):
     n_features_in_ : int
         Number of input columns (array input only).
 
+    Notes
+    -----
+    :meth:`transform` returns ``(Xtok, tok_off)``: a sparse matrix of
+    *tokens* (the rows of all sequences, stacked) and the offsets of the
+    sequences, not a 2-D table with one row per sample; scikit-learn's
+    ``set_output`` (a DataFrame with one row per input row) does not apply
+    and the class has no ``set_output``.  :meth:`get_feature_names_out`
+    names the columns of ``Xtok``.
+
     Examples
     --------
     >>> X = [[{"w": "the", "len": 3}, {"w": "cat", "len": 3, "cap": False}], []]
@@ -468,9 +477,37 @@ class TokenVectorizer(BaseEstimator):
         return _Encoded(indptr, indices, data, tok_off, n_cols)
 
     def get_feature_names_out(self, input_features=None):
-        """Names of the output columns (see ``feature_names_out_``)."""
+        """Names of the columns of the matrix :meth:`transform` returns.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Array input only: names of the ``n_features_in_`` input
+            columns, returned as the output names (the columns are kept in
+            order).  None: ``"x0", "x1", ...``.  Feature dicts name their
+            own features: it must be None for them.
+
+        Returns
+        -------
+        ndarray of str objects
+            ``feature_names_out_`` (see the class docstring), or
+            ``input_features`` for array input.
+        """
         check_is_fitted(self, "templates_")
-        return self.feature_names_out_.copy()
+        if input_features is None:
+            return self.feature_names_out_.copy()
+        if self.input_type_ != "array":
+            raise ValueError("input_features must be None for feature-dict input: the "
+                             "features are named from the dicts (key=value).")
+        if isinstance(input_features, (str, bytes)):
+            raise ValueError(f"input_features must be a list of {self.n_features_in_} "
+                             f"column names, got the string {input_features!r}.")
+        names = np.asarray(input_features, dtype=object)
+        if names.ndim != 1 or len(names) != self.n_features_in_:
+            raise ValueError(f"input_features should have length equal to the number of "
+                             f"input columns ({self.n_features_in_}), got shape "
+                             f"{names.shape}.")
+        return names
 
     def _item_column(self, k, v):
         """Column of the feature of the dict item ``k: v`` (-1: none; dict

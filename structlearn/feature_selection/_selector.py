@@ -4,13 +4,19 @@ import numbers
 import time
 
 import numpy as np
+from sklearn import get_config
 from sklearn.base import BaseEstimator, TransformerMixin, clone
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_int
 from ..losses import get_loss
 from ..solvers import online_prox_grad
-from ._problem import ArrayRestrictor, TemplateRestrictor
+from ._problem import (
+    ArrayRestrictor,
+    DictRestrictor,
+    SequenceArrayRestrictor,
+    TemplateRestrictor,
+)
 
 __all__ = ["GroupLassoSelector"]
 
@@ -68,6 +74,43 @@ def _layers_of_order(names, order):
         else:
             layers.append([a])
     return closure, layers
+
+
+def _is_table(restrictor):
+    """Whether the selector's input is a 2-D table (array, sparse matrix,
+    DataFrame) rather than sequences or sentences."""
+    return isinstance(restrictor, ArrayRestrictor) and \
+        not isinstance(restrictor, SequenceArrayRestrictor)
+
+
+def _transform_output(est):
+    """The container ``transform`` output is configured to (``set_output``
+    of ``est``, else the global ``transform_output``): 'default', 'pandas'
+    or 'polars'."""
+    own = getattr(est, "_sklearn_output_config", {}).get("transform")
+    return get_config()["transform_output"] if own is None else own
+
+
+def _input_feature_names(est, input_features):
+    """The names of the input columns of a selector fitted on a 2-D ``X``:
+    ``input_features`` checked against what fit saw, or the names of fit."""
+    fitted = getattr(est, "feature_names_in_", None)
+    n = est.n_features_in_
+    if input_features is None:
+        if fitted is not None:
+            return np.asarray(fitted, dtype=object)
+        return np.array([f"x{j}" for j in range(n)], dtype=object)
+    if isinstance(input_features, (str, bytes)):
+        raise ValueError(f"input_features must be a list of {n} column names, got the "
+                         f"string {input_features!r}.")
+    names = np.asarray(input_features, dtype=object)
+    if names.ndim != 1 or len(names) != n:
+        raise ValueError(f"input_features should have length equal to the number of "
+                         f"features ({n}), got shape {names.shape}.")
+    if fitted is not None and not np.array_equal(names, fitted):
+        raise ValueError(f"input_features is not equal to feature_names_in_: "
+                         f"{names.tolist()[:5]} vs {list(fitted)[:5]}.")
+    return names
 
 
 class GroupLassoSelector(TransformerMixin, BaseEstimator):
@@ -130,6 +173,36 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
     history_ : list of (t, n_nonzero_weights, thresholds)
         After each proximal step: examples seen, non-zero weights, and the
         threshold ``eta_t sigma_jt`` of each set of groups.
+    n_features_in_ : int
+        Columns of a 2-D ``X`` (array, sparse matrix or DataFrame) seen in
+        fit; absent for sequence and sentence input.
+    feature_names_in_ : ndarray of str objects
+        Column names of a DataFrame ``X`` (string names) seen in fit;
+        absent otherwise.
+
+    Notes
+    -----
+    **Pandas and pipelines (2-D input).**  With a 2-D ``X`` the selector
+    behaves as scikit-learn's own selectors: :meth:`transform` checks the
+    column names against ``feature_names_in_`` (renamed or reordered
+    columns raise a ValueError), :meth:`get_feature_names_out` gives the
+    names of the kept columns (so ``Pipeline.get_feature_names_out`` works
+    through it) and ``set_output(transform="pandas")`` makes
+    :meth:`transform` return a DataFrame of the kept columns with ``X``'s
+    index.
+
+    **Sequences and sentences.**  For the input of
+    :class:`~structlearn.SequenceTagger` (lists of feature dicts or of 2-D
+    arrays) and :class:`~structlearn.DependencyParser` (sentences),
+    :meth:`transform` returns sequences again, which are no table:
+    ``set_output`` cannot apply and a container output other than
+    ``'default'`` is a ValueError at :meth:`transform`.
+    :meth:`get_feature_names_out` then names the kept features as the
+    estimator's vectorizer names its columns
+    (:meth:`structlearn.feature_extraction.TokenVectorizer.get_feature_names_out`:
+    ``"key=value"`` for dicts, ``"x<j>"`` for array columns); the parser's
+    arc features are hashed and have no names (its kept templates are
+    ``selected_groups_``).
     """
 
     def __init__(self, estimator, budget=30, penalty="group-lasso", groups="template",
@@ -305,6 +378,11 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
         self._by_template = by_template and self.penalty in ("group-lasso", "coarse-to-fine")
         self._kept_templates = kept_templates
         self._restrictor = setup.restrictor
+        if _is_table(setup.restrictor):
+            validate_data(self, X, reset=True, skip_check_array=True)
+        else:
+            for attr in ("n_features_in_", "feature_names_in_"):
+                self.__dict__.pop(attr, None)
         if self.verbose:
             print(f"[GroupLassoSelector] {len(selected)} of {M} groups, "
                   f"{self.n_features_selected_} of {setup.n_columns} features, "
@@ -323,8 +401,66 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
         unselected features), arrays their columns; parser sentences come
         back as :class:`SelectedSentences` carrying the selected templates."""
         check_is_fitted(self, "support_")
+        if _is_table(self._restrictor):
+            validate_data(self, X, reset=False, skip_check_array=True)
+        else:
+            container = _transform_output(self)
+            if container != "default":
+                raise ValueError(
+                    f"set_output(transform={container!r}) does not apply to this "
+                    f"selector: it was fitted on sequences or sentences, and transform "
+                    f"returns them in the same form, not a 2-D table. Use "
+                    f"set_output(transform='default').")
         return self._restrictor.transform(X, self.support_, self._kept_templates,
                                           self._by_template)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the features kept by :meth:`transform`.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            2-D input only: the names of the input columns.  None: the
+            ``feature_names_in_`` seen in fit, or ``"x0", "x1", ...``.  When
+            given they must be as many as the columns seen in fit (and equal
+            to ``feature_names_in_`` when that exists).
+
+        Returns
+        -------
+        ndarray of str objects
+            The names of the kept columns, in input order.  For sequence
+            input (see the class Notes): the kept features as the
+            estimator's vectorizer names them; ``input_features`` must then
+            be None.
+
+        Raises
+        ------
+        ValueError
+            For wrong ``input_features``, or for parser sentences, whose
+            hashed arc features have no names (the kept templates are
+            ``selected_groups_``).
+        """
+        check_is_fitted(self, "support_")
+        if _is_table(self._restrictor):
+            names = _input_feature_names(self, input_features)
+        elif input_features is not None:
+            raise ValueError("input_features applies to 2-D input only; this selector "
+                             "was fitted on sequences or sentences, whose feature names "
+                             "come from the estimator's vectorizer. Pass None.")
+        elif isinstance(self._restrictor, DictRestrictor):
+            names = np.asarray(self._restrictor.vectorizer.get_feature_names_out(),
+                               dtype=object)
+        elif isinstance(self._restrictor, SequenceArrayRestrictor):
+            names = np.array([f"x{j}" for j in range(len(self.support_))], dtype=object)
+        elif isinstance(self._restrictor, TemplateRestrictor):
+            raise ValueError(
+                "the parser's arc features are hashed and have no names, so this "
+                "selector has no output feature names; the kept arc templates are "
+                f"selected_groups_ ({len(self.selected_groups_)} of {self.n_groups_}).")
+        else:
+            raise ValueError(f"the estimator's input ({type(self._restrictor).__name__}) "
+                             f"has no feature names; see support_ and selected_groups_.")
+        return names[self.support_]
 
     def fit_transform(self, X, y=None, **fit_params):
         return self.fit(X, y).transform(X)
