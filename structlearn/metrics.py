@@ -1,13 +1,27 @@
 """Evaluation metrics for structured outputs.
 
 All metrics follow the scikit-learn calling convention ``metric(y_true,
-y_pred, **kwargs)`` and can therefore be wrapped by
-:func:`sklearn.metrics.make_scorer`::
+y_pred, **kwargs)``.  For model selection, ready-made scorers (greater is
+better) are available by name, :func:`get_scorer` (names:
+:func:`get_scorer_names`), or as module attributes (``span_f1_scorer``,
+``token_accuracy_scorer``, ``sequence_accuracy_scorer``, ``uas_scorer``,
+``kendall_tau_scorer``, ``spearman_rho_scorer``,
+``neg_mean_absolute_error_scorer``, ``neg_hamming_loss_scorer``)::
 
-    from sklearn.metrics import make_scorer
-    tau_scorer = make_scorer(kendall_tau)                     # higher is better
-    mae_scorer = make_scorer(mean_absolute_error, greater_is_better=False)
-    hl_scorer = make_scorer(hamming_loss, greater_is_better=False)
+    from sklearn.model_selection import GridSearchCV
+    from structlearn.metrics import get_scorer
+    search = GridSearchCV(SequenceTagger(), {"alpha": [1e-4, 1e-3]},
+                          scoring=get_scorer("span_f1"))
+
+scikit-learn's string scorers (``scoring="f1"``) do not understand lists of
+sequences and record NaN for tagging and parsing.  Other metric arguments
+go through :func:`sklearn.metrics.make_scorer`, e.g.
+``make_scorer(flat_f1_score, average="weighted", labels=tags)``.
+
+The names ``flat_accuracy_score``, ``flat_precision_score``,
+``flat_recall_score``, ``flat_f1_score``, ``flat_fbeta_score``,
+``flat_classification_report`` and ``sequence_accuracy_score`` are those
+of ``sklearn_crfsuite.metrics``, with the same arguments.
 
 Every metric accepts an optional ``sample_weight`` (so that scorers work
 with weighted cross-validation) and validates its input, raising a
@@ -52,6 +66,18 @@ __all__ = [
     "flat_fbeta_score",
     "sequence_accuracy_score",
     "uas",
+    # scorers (defined in structlearn._scorers)
+    "get_scorer",
+    "get_scorer_names",
+    "OrdinalMAEScorer",
+    "span_f1_scorer",
+    "token_accuracy_scorer",
+    "sequence_accuracy_scorer",
+    "uas_scorer",
+    "kendall_tau_scorer",
+    "spearman_rho_scorer",
+    "neg_mean_absolute_error_scorer",
+    "neg_hamming_loss_scorer",
 ]
 
 # Upper bound on the number of (row, label pair) entries materialised at once
@@ -1240,3 +1266,19 @@ def uas(y_true_heads, y_pred_heads, words_or_upos=None, exclude_punct=False,
         raise ValueError("No token to score (all sequences are empty, all "
                          "tokens are punctuation or have zero weight).")
     return correct / total
+
+
+# The scorers use the metrics above, so they are imported last.
+from ._scorers import (  # noqa: E402
+    OrdinalMAEScorer,
+    get_scorer,
+    get_scorer_names,
+    kendall_tau_scorer,
+    neg_hamming_loss_scorer,
+    neg_mean_absolute_error_scorer,
+    sequence_accuracy_scorer,
+    span_f1_scorer,
+    spearman_rho_scorer,
+    token_accuracy_scorer,
+    uas_scorer,
+)
