@@ -1023,7 +1023,8 @@ _FLAT_PRF_DOC = """{title} over the tokens of all sequences (sklearn-crfsuite's 
     ``sklearn_crfsuite.metrics.{name}`` does.  For tag sets, pass
     ``average`` ("micro", "macro", "weighted" or None for per-label
     values) and usually ``labels`` (e.g. every tag but ``"O"``): the
-    default ``average="binary"`` needs a ``pos_label`` among the tags.
+    default ``average="binary"`` is for two labels only, ``pos_label``
+    being the positive one.
 
     Parameters
     ----------
