@@ -181,7 +181,7 @@ _SCORERS = {
 
 
 def get_scorer_names():
-    """Names accepted by :func:`get_scorer`.
+    """Names accepted by :func:`~structlearn.metrics.get_scorer`.
 
     Returns
     -------
@@ -204,22 +204,19 @@ def get_scorer(name):
     ``GridSearchCV(scoring=...)``, ``cross_validate(scoring=...)`` or a
     ``scoring`` dict of several.
 
-    ========================== ================================= =====================
-    name                       metric                            estimators
-    ========================== ================================= =====================
-    ``span_f1``                :func:`chunk_f1` (conlleval)      SequenceTagger,
-                                                                 SegmentTagger
-    ``token_accuracy``         :func:`token_accuracy`            SequenceTagger,
-                                                                 SegmentTagger
-    ``sequence_accuracy``      :func:`sequence_accuracy_score`   SequenceTagger,
-                                                                 SegmentTagger
-    ``uas``                    :func:`uas`                       DependencyParser
-    ``kendall_tau``            :func:`kendall_tau`               LabelRanker
-    ``spearman_rho``           :func:`spearman_rho`              LabelRanker
-    ``neg_mean_absolute_error`` minus :func:`mean_absolute_error` OrdinalRegressor
-                               in steps of ``classes_``
-    ``neg_hamming_loss``       minus :func:`hamming_loss`        MultiLabelClassifier
-    ========================== ================================= =====================
+    ===========================  =================================  =============================
+    name                         metric                             estimators
+    ===========================  =================================  =============================
+    ``span_f1``                  :func:`chunk_f1` (conlleval)       SequenceTagger, SegmentTagger
+    ``token_accuracy``           :func:`token_accuracy`             SequenceTagger, SegmentTagger
+    ``sequence_accuracy``        :func:`sequence_accuracy_score`    SequenceTagger, SegmentTagger
+    ``uas``                      :func:`uas`                        DependencyParser
+    ``kendall_tau``              :func:`kendall_tau`                LabelRanker
+    ``spearman_rho``             :func:`spearman_rho`               LabelRanker
+    ``neg_mean_absolute_error``  minus :func:`mean_absolute_error`  OrdinalRegressor
+                                 in steps of ``classes_``
+    ``neg_hamming_loss``         minus :func:`hamming_loss`         MultiLabelClassifier
+    ===========================  =================================  =============================
 
     ``span_f1`` also scores a segmenter fitted on span lists (its
     predictions are then spans).  The ``neg_`` scorers are losses negated
