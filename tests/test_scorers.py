@@ -7,13 +7,11 @@ with the same parameters (GridSearchCV).  Data: the bundled real data sets.
 """
 
 import pickle
-import warnings
 
 import numpy as np
 import pytest
 import sklearn
 from sklearn.base import BaseEstimator, clone
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.model_selection import GridSearchCV, KFold, cross_validate
 from sklearn.pipeline import make_pipeline
