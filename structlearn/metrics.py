@@ -1,13 +1,27 @@
 """Evaluation metrics for structured outputs.
 
 All metrics follow the scikit-learn calling convention ``metric(y_true,
-y_pred, **kwargs)`` and can therefore be wrapped by
-:func:`sklearn.metrics.make_scorer`::
+y_pred, **kwargs)``.  For model selection, ready-made scorers (greater is
+better) are available by name, :func:`get_scorer` (names:
+:func:`get_scorer_names`), or as module attributes (``span_f1_scorer``,
+``token_accuracy_scorer``, ``sequence_accuracy_scorer``, ``uas_scorer``,
+``kendall_tau_scorer``, ``spearman_rho_scorer``,
+``neg_mean_absolute_error_scorer``, ``neg_hamming_loss_scorer``)::
 
-    from sklearn.metrics import make_scorer
-    tau_scorer = make_scorer(kendall_tau)                     # higher is better
-    mae_scorer = make_scorer(mean_absolute_error, greater_is_better=False)
-    hl_scorer = make_scorer(hamming_loss, greater_is_better=False)
+    from sklearn.model_selection import GridSearchCV
+    from structlearn.metrics import get_scorer
+    search = GridSearchCV(SequenceTagger(), {"alpha": [1e-4, 1e-3]},
+                          scoring=get_scorer("span_f1"))
+
+scikit-learn's string scorers (``scoring="f1"``) do not understand lists of
+sequences and record NaN for tagging and parsing.  Other metric arguments
+go through :func:`sklearn.metrics.make_scorer`, e.g.
+``make_scorer(flat_f1_score, average="weighted", labels=tags)``.
+
+The names ``flat_accuracy_score``, ``flat_precision_score``,
+``flat_recall_score``, ``flat_f1_score``, ``flat_fbeta_score``,
+``flat_classification_report`` and ``sequence_accuracy_score`` are those
+of ``sklearn_crfsuite.metrics``, with the same arguments.
 
 Every metric accepts an optional ``sample_weight`` (so that scorers work
 with weighted cross-validation) and validates its input, raising a
@@ -43,9 +57,29 @@ __all__ = [
     "token_accuracy",
     "chunk_f1",
     "chunk_precision_recall_f1",
+    "span_classification_report",
     "flat_classification_report",
+    "flat_accuracy_score",
+    "flat_precision_score",
+    "flat_recall_score",
+    "flat_f1_score",
+    "flat_fbeta_score",
+    "sequence_accuracy_score",
     "uas",
     "las",
+    # scorers (defined in structlearn._scorers)
+    "get_scorer",
+    "get_scorer_names",
+    "OrdinalMAEScorer",
+    "span_f1_scorer",
+    "token_accuracy_scorer",
+    "sequence_accuracy_scorer",
+    "uas_scorer",
+    "kendall_tau_scorer",
+    "spearman_rho_scorer",
+    "neg_mean_absolute_error_scorer",
+    "neg_hamming_loss_scorer",
+    "las_scorer",
 ]
 
 # Upper bound on the number of (row, label pair) entries materialised at once
@@ -546,6 +580,78 @@ def _prf(n_correct, n_pred, n_true):
             "n_correct": n_correct}
 
 
+def _holds_spans(seqs):
+    """Whether a list of sequences holds span lists (a non-empty sequence
+    whose first element is a tuple or list) rather than tag sequences."""
+    return any(len(s) > 0 and isinstance(s[0], (tuple, list)) for s in seqs)
+
+
+def _check_span_list(seq, name, i):
+    """Chunks ``(start, end - 1, type)`` of one span list ``[(start, end,
+    type), ...]`` (``end`` exclusive)."""
+    chunks = []
+    for j, span in enumerate(seq):
+        if not isinstance(span, (tuple, list)) or len(span) != 3:
+            raise ValueError(
+                f"{name}[{i}][{j}] is {span!r}; a span must be a (start, end, "
+                "label) triple (end exclusive)."
+            )
+        start, end, label = span
+        for what, v in (("start", start), ("end", end)):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(
+                    v, (int, np.integer)):
+                raise ValueError(
+                    f"{name}[{i}][{j}] = {span!r}: {what} must be an integer; "
+                    f"got {v!r}."
+                )
+        if not 0 <= start < end:
+            raise ValueError(
+                f"{name}[{i}][{j}] = {span!r}: need 0 <= start < end (end is "
+                "exclusive)."
+            )
+        try:
+            hash(label)
+        except TypeError:
+            raise ValueError(
+                f"{name}[{i}][{j}] = {span!r}: the label must be hashable."
+            ) from None
+        chunks.append((int(start), int(end) - 1, label))
+    return chunks
+
+
+def _chunk_lists(y_true, y_pred, scheme):
+    """Per sequence, the chunks ``(first, last, type)`` of ``y_true`` and
+    ``y_pred``: decoded from aligned tag sequences, or read from span lists
+    (then only the numbers of sequences must agree)."""
+    a = _as_sequence_list(y_true, "y_true")
+    b = _as_sequence_list(y_pred, "y_pred")
+    spans_a, spans_b = _holds_spans(a), _holds_spans(b)
+    if spans_a or spans_b:
+        for name, seqs, spans in (("y_true", a, spans_a), ("y_pred", b, spans_b)):
+            for i, seq in enumerate(seqs):
+                if len(seq) > 0 and not isinstance(seq[0], (tuple, list)):
+                    other = "y_pred" if name == "y_true" else "y_true"
+                    raise ValueError(
+                        f"{name}[{i}] is a tag sequence but {other} holds span "
+                        "lists; give both as tags or both as (start, end, "
+                        "label) span lists."
+                    )
+        if len(a) != len(b):
+            raise ValueError(
+                f"y_true has {len(a)} sequences but y_pred has {len(b)}."
+            )
+        if len(a) == 0:
+            raise ValueError("y_true and y_pred are empty (0 sequences).")
+        return ([_check_span_list(s, "y_true", i) for i, s in enumerate(a)],
+                [_check_span_list(s, "y_pred", i) for i, s in enumerate(b)])
+    a, b = _check_sequence_pair(a, b)
+    allowed = _CHUNK_PREFIXES[scheme]
+    return ([_extract_chunks(s, "y_true", i, allowed, scheme)
+             for i, s in enumerate(a)],
+            [_extract_chunks(t, "y_pred", i, allowed, scheme)
+             for i, t in enumerate(b)])
+
+
 def chunk_precision_recall_f1(y_true, y_pred, *, scheme="auto",
                               sample_weight=None):
     """Chunk (span) precision, recall and F1, overall and per chunk type.
@@ -568,18 +674,25 @@ def chunk_precision_recall_f1(y_true, y_pred, *, scheme="auto",
     last token and type.  On B/I/O and I/E/O tags this is exactly
     ``conlleval``; the ``S``/``E`` rules follow its IOBES-aware variants.
 
+    Both arguments may instead be **span lists**, one per sentence, of
+    ``(start, end, type)`` triples with ``end`` exclusive (the output of
+    :meth:`structlearn.SegmentTagger.predict_spans`, and of ``predict`` for
+    a segmenter fitted on spans); the chunks are then the spans themselves.
+
     Parameters
     ----------
-    y_true : list of sequences of str
+    y_true : list of sequences of str, or list of span lists
         True chunk tags (``"B-NP"``, ``"I-NP"``, ``"O"``, ...), one sequence
         per sentence.  A tag is a prefix (``B``, ``I``, ``O``, ``E``, ``S``),
-        optionally followed by ``-`` and the chunk type.
-    y_pred : list of sequences of str
-        Predicted chunk tags, aligned with ``y_true``.
+        optionally followed by ``-`` and the chunk type.  Or true spans
+        ``[(start, end, type), ...]`` per sentence.
+    y_pred : list of sequences of str, or list of span lists
+        Predicted chunk tags, aligned with ``y_true`` (or predicted spans
+        when ``y_true`` holds spans).
     scheme : {"auto", "IOB1", "IOB2", "IOBES"}, default="auto"
         Tagging scheme; only restricts the accepted prefixes (``B I O`` for
         IOB1/IOB2, ``B I O E S`` for IOBES and auto), as the decoding rules
-        above handle all of them.
+        above handle all of them.  Ignored for span lists.
     sample_weight : array-like of shape (n_sequences,), default=None
         Weight of each sentence; chunk counts are weighted sums.
 
@@ -598,11 +711,14 @@ def chunk_precision_recall_f1(y_true, y_pred, *, scheme="auto",
     ValueError
         If the inputs are not aligned lists of sequences (naming the
         sequence), a tag is invalid for ``scheme`` (naming the sequence and
-        position) or ``scheme`` is unknown.
+        position), a span is not a ``(start, end, type)`` triple with
+        ``0 <= start < end``, one argument holds spans and the other tags,
+        or ``scheme`` is unknown.
 
     See Also
     --------
     chunk_f1 : The overall F1 alone, for use as a scorer.
+    span_classification_report : The per-type numbers as a table.
 
     Examples
     --------
@@ -612,14 +728,12 @@ def chunk_precision_recall_f1(y_true, y_pred, *, scheme="auto",
     (0.5, 0.5, 0.6666666666666666)
     """
     _check_scheme(scheme)
-    a, b = _check_sequence_pair(y_true, y_pred)
-    w = check_sample_weight(sample_weight, len(a))
-    allowed = _CHUNK_PREFIXES[scheme]
+    true_chunks_all, pred_chunks_all = _chunk_lists(y_true, y_pred, scheme)
+    w = check_sample_weight(sample_weight, len(true_chunks_all))
     counts = {}  # type -> [correct, pred, true]
-    for i, (s, t) in enumerate(zip(a, b)):
+    for i, (true_chunks, pred_chunks) in enumerate(zip(true_chunks_all,
+                                                       pred_chunks_all)):
         wi = 1 if w is None else float(w[i])
-        true_chunks = _extract_chunks(s, "y_true", i, allowed, scheme)
-        pred_chunks = _extract_chunks(t, "y_pred", i, allowed, scheme)
         true_set = set(true_chunks)
         for c in true_chunks:
             counts.setdefault(c[2], [0, 0, 0])[2] += wi
@@ -628,7 +742,11 @@ def chunk_precision_recall_f1(y_true, y_pred, *, scheme="auto",
             row[1] += wi
             if c in true_set:
                 row[0] += wi
-    per_type = {k: _prf(*counts[k]) for k in sorted(counts)}
+    try:
+        types = sorted(counts)
+    except TypeError:  # span labels of mixed, unorderable types
+        types = sorted(counts, key=repr)
+    per_type = {k: _prf(*counts[k]) for k in types}
     totals = [sum(v[j] for v in counts.values()) for j in range(3)]
     return _prf(*totals), per_type
 
@@ -645,11 +763,12 @@ def chunk_f1(y_true, y_pred, *, scheme="auto", average="micro",
 
     Parameters
     ----------
-    y_true : list of sequences of str
+    y_true : list of sequences of str, or list of span lists
         True chunk tags, one sequence per sentence (e.g. ``["B-NP", "I-NP",
-        "O"]``).
-    y_pred : list of sequences of str
-        Predicted chunk tags, aligned with ``y_true``.
+        "O"]``), or true ``(start, end, type)`` spans per sentence (``end``
+        exclusive).
+    y_pred : list of sequences of str, or list of span lists
+        Predicted chunk tags (or spans), aligned with ``y_true``.
     scheme : {"auto", "IOB1", "IOB2", "IOBES"}, default="auto"
         Tagging scheme (restricts the accepted prefixes).
     average : {"micro", "macro"}, default="micro"
@@ -688,6 +807,116 @@ def chunk_f1(y_true, y_pred, *, scheme="auto", average="micro",
     if not per_type:
         return 0.0
     return float(np.mean([v["f1"] for v in per_type.values()]))
+
+
+def span_classification_report(y_true, y_pred, *, scheme="auto", digits=2,
+                               output_dict=False, sample_weight=None):
+    """Per-type span precision, recall, F1 and support, as a table.
+
+    The span counterpart of :func:`sklearn.metrics.classification_report`
+    (and of ``seqeval``'s report): one row per chunk type, with the chunks
+    decoded and matched as in :func:`chunk_precision_recall_f1`, then three
+    averages: ``micro avg`` (the pooled counts: conlleval's overall score,
+    :func:`chunk_f1`), ``macro avg`` (unweighted mean over the types) and
+    ``weighted avg`` (mean weighted by the types' supports).
+
+    Parameters
+    ----------
+    y_true : list of sequences of str, or list of span lists
+        True chunk tags (or ``(start, end, type)`` spans), one sequence per
+        sentence.
+    y_pred : list of sequences of str, or list of span lists
+        Predicted chunk tags (or spans), aligned with ``y_true``.
+    scheme : {"auto", "IOB1", "IOB2", "IOBES"}, default="auto"
+        Tagging scheme (restricts the accepted prefixes).
+    digits : int, default=2
+        Number of digits of the formatted floats (text output only).
+    output_dict : bool, default=False
+        Return a dict instead of the text table.
+    sample_weight : array-like of shape (n_sequences,), default=None
+        Weight of each sentence; supports are then weighted chunk counts.
+
+    Returns
+    -------
+    report : str or dict
+        The table, or ``{row: {"precision", "recall", "f1-score",
+        "support"}}`` with a row per chunk type (every type occurring in
+        ``y_true`` or ``y_pred``, sorted) and the rows ``"micro avg"``,
+        ``"macro avg"`` and ``"weighted avg"``.  ``support`` is the number
+        of true chunks; a type that is only predicted has support 0 and
+        recall 0.
+
+    Raises
+    ------
+    ValueError
+        As :func:`chunk_precision_recall_f1`, or if ``digits`` is not a
+        non-negative integer.
+
+    See Also
+    --------
+    chunk_precision_recall_f1 : The same numbers with the chunk counts.
+    flat_classification_report : Per-tag (token-level) report.
+
+    Examples
+    --------
+    >>> print(span_classification_report(
+    ...     [["B-PER", "I-PER", "O", "B-LOC"]], [["B-PER", "I-PER", "O", "O"]]))
+                  precision    recall  f1-score   support
+    <BLANKLINE>
+             LOC       0.00      0.00      0.00         1
+             PER       1.00      1.00      1.00         1
+    <BLANKLINE>
+       micro avg       1.00      0.50      0.67         2
+       macro avg       0.50      0.50      0.50         2
+    weighted avg       0.50      0.50      0.50         2
+    <BLANKLINE>
+    """
+    if isinstance(digits, (bool, np.bool_)) or not isinstance(
+            digits, (int, np.integer)) or digits < 0:
+        raise ValueError(f"digits must be a non-negative integer; got {digits!r}.")
+    overall, per_type = chunk_precision_recall_f1(
+        y_true, y_pred, scheme=scheme, sample_weight=sample_weight)
+
+    def row(d):
+        return {"precision": d["precision"], "recall": d["recall"],
+                "f1-score": d["f1"], "support": d["n_true"]}
+
+    rows = {k: row(v) for k, v in per_type.items()}
+    total = overall["n_true"]
+    averages = {"micro avg": row(overall)}
+    keys = ("precision", "recall", "f1-score")
+    if rows:
+        averages["macro avg"] = {
+            **{k: float(np.mean([r[k] for r in rows.values()])) for k in keys},
+            "support": total}
+        supports = np.array([r["support"] for r in rows.values()], dtype=float)
+        averages["weighted avg"] = {
+            **{k: (float(np.dot(supports, [r[k] for r in rows.values()]))
+                   / supports.sum() if supports.sum() > 0 else 0.0)
+               for k in keys},
+            "support": total}
+    else:
+        zero = {"precision": 0.0, "recall": 0.0, "f1-score": 0.0, "support": 0}
+        averages["macro avg"] = dict(zero)
+        averages["weighted avg"] = dict(zero)
+    if output_dict:
+        return {**rows, **averages}
+
+    names = [str(k) for k in rows] + list(averages)
+    width = max(len(n) for n in names)
+    head = ["precision", "recall", "f1-score", "support"]
+    lines = [" " * (width + 1) + "".join(f"{h:>10}" for h in head), ""]
+
+    def fmt(name, r):
+        sup = r["support"]
+        sup = f"{sup:.0f}" if float(sup).is_integer() else f"{sup:.{digits}f}"
+        vals = "".join(f"{r[k]:>10.{digits}f}" for k in keys)
+        return f"{name:>{width}} {vals}{sup:>10}"
+
+    lines += [fmt(str(k), r) for k, r in rows.items()]
+    lines.append("")
+    lines += [fmt(k, r) for k, r in averages.items()]
+    return "\n".join(lines) + "\n"
 
 
 def flat_classification_report(y_true, y_pred, labels=None, digits=2,
@@ -733,6 +962,211 @@ def flat_classification_report(y_true, y_pred, labels=None, digits=2,
         kwargs["sample_weight"] = np.repeat(w, [len(s) for s in a])
     return classification_report(flat_true, flat_pred, labels=labels,
                                  digits=digits, **kwargs)
+
+
+def _flatten_pair(y_true, y_pred, sample_weight):
+    """Aligned flat label lists of two lists of sequences, and the
+    per-token weights (each sequence's weight repeated on its tokens)."""
+    a, b = _check_sequence_pair(y_true, y_pred)
+    w = check_sample_weight(sample_weight, len(a))
+    flat_true = [v for s in a for v in s]
+    flat_pred = [v for s in b for v in s]
+    if not flat_true:
+        raise ValueError("No token to score: all sequences are empty.")
+    if w is not None:
+        w = np.repeat(w, [len(s) for s in a])
+    return flat_true, flat_pred, w
+
+
+def flat_accuracy_score(y_true, y_pred, *, sample_weight=None):
+    """Accuracy over the tokens of all sequences (sklearn-crfsuite's name).
+
+    The fraction of tokens whose predicted label is the true one, the
+    sequences being flattened into one list of tokens: the same number as
+    :func:`token_accuracy`, under the name ``sklearn_crfsuite.metrics``
+    uses.
+
+    Parameters
+    ----------
+    y_true : list of sequences
+        True label sequences, one per sentence.
+    y_pred : list of sequences
+        Predicted label sequences, aligned with ``y_true``.
+    sample_weight : array-like of shape (n_sequences,), default=None
+        Weight of each sequence, given to each of its tokens.
+
+    Returns
+    -------
+    accuracy : float
+        In ``[0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        If the inputs are not aligned lists of sequences (naming the
+        sequence) or hold no token.
+
+    Examples
+    --------
+    >>> flat_accuracy_score([["DT", "NN"], ["VB"]], [["DT", "VB"], ["VB"]])
+    0.6666666666666666
+    """
+    from sklearn.metrics import accuracy_score
+
+    t, p, w = _flatten_pair(y_true, y_pred, sample_weight)
+    return float(accuracy_score(t, p, sample_weight=w))
+
+
+_FLAT_PRF_DOC = """{title} over the tokens of all sequences (sklearn-crfsuite's name).
+
+    Flattens the sequences into one list of tokens and calls
+    :func:`sklearn.metrics.{sk}` with the same ``labels``, ``pos_label``,
+    ``average`` and ``zero_division`` semantics, as
+    ``sklearn_crfsuite.metrics.{name}`` does.  For tag sets, pass
+    ``average`` ("micro", "macro", "weighted" or None for per-label
+    values) and usually ``labels`` (e.g. every tag but ``"O"``): the
+    default ``average="binary"`` is for two labels only, ``pos_label``
+    being the positive one.
+
+    Parameters
+    ----------
+    y_true : list of sequences
+        True label sequences, one per sentence.
+    y_pred : list of sequences
+        Predicted label sequences, aligned with ``y_true``.{beta}
+    labels : array-like, default=None
+        The labels to include (and their order when ``average=None``).
+    pos_label : int, float, bool or str, default=1
+        The positive label for ``average="binary"``.
+    average : {{"binary", "micro", "macro", "weighted"}} or None, \
+default="binary"
+        As in :func:`sklearn.metrics.{sk}` (``"samples"`` does not apply
+        to flattened tokens).
+    sample_weight : array-like of shape (n_sequences,), default=None
+        Weight of each sequence, given to each of its tokens.
+    zero_division : {{"warn", 0.0, 1.0, nan}}, default="warn"
+        As in :func:`sklearn.metrics.{sk}`.
+
+    Returns
+    -------
+    score : float or ndarray of shape (n_labels,)
+        The score, or one score per label when ``average=None``.
+
+    Raises
+    ------
+    ValueError
+        If the inputs are not aligned lists of sequences (naming the
+        sequence) or hold no token, or as :func:`sklearn.metrics.{sk}`.
+
+    Examples
+    --------
+    >>> y_true = [["B-PER", "I-PER", "O"], ["O", "B-LOC"]]
+    >>> y_pred = [["B-PER", "O", "O"], ["O", "B-LOC"]]
+    >>> float({name}(y_true, y_pred, average="micro",{extra}
+    ...     labels=["B-PER", "I-PER", "B-LOC"]))
+    {value}
+    """
+
+
+def _flat_prf(metric, y_true, y_pred, sample_weight, **kwargs):
+    t, p, w = _flatten_pair(y_true, y_pred, sample_weight)
+    out = metric(t, p, sample_weight=w, **kwargs)
+    return out if isinstance(out, np.ndarray) else float(out)
+
+
+def flat_precision_score(y_true, y_pred, *, labels=None, pos_label=1,
+                         average="binary", sample_weight=None,
+                         zero_division="warn"):
+    from sklearn.metrics import precision_score
+
+    return _flat_prf(precision_score, y_true, y_pred, sample_weight,
+                     labels=labels, pos_label=pos_label, average=average,
+                     zero_division=zero_division)
+
+
+def flat_recall_score(y_true, y_pred, *, labels=None, pos_label=1,
+                      average="binary", sample_weight=None,
+                      zero_division="warn"):
+    from sklearn.metrics import recall_score
+
+    return _flat_prf(recall_score, y_true, y_pred, sample_weight,
+                     labels=labels, pos_label=pos_label, average=average,
+                     zero_division=zero_division)
+
+
+def flat_f1_score(y_true, y_pred, *, labels=None, pos_label=1,
+                  average="binary", sample_weight=None, zero_division="warn"):
+    from sklearn.metrics import f1_score
+
+    return _flat_prf(f1_score, y_true, y_pred, sample_weight, labels=labels,
+                     pos_label=pos_label, average=average,
+                     zero_division=zero_division)
+
+
+def flat_fbeta_score(y_true, y_pred, beta, *, labels=None, pos_label=1,
+                     average="binary", sample_weight=None,
+                     zero_division="warn"):
+    from sklearn.metrics import fbeta_score
+
+    return _flat_prf(fbeta_score, y_true, y_pred, sample_weight, beta=beta,
+                     labels=labels, pos_label=pos_label, average=average,
+                     zero_division=zero_division)
+
+
+_BETA_DOC = """
+    beta : float
+        The weight of recall (``beta > 1`` favours recall), as in
+        :func:`sklearn.metrics.fbeta_score`."""
+
+flat_precision_score.__doc__ = _FLAT_PRF_DOC.format(
+    title="Precision", sk="precision_score", name="flat_precision_score",
+    beta="", extra="", value="1.0")
+flat_recall_score.__doc__ = _FLAT_PRF_DOC.format(
+    title="Recall", sk="recall_score", name="flat_recall_score", beta="",
+    extra="", value="0.6666666666666666")
+flat_f1_score.__doc__ = _FLAT_PRF_DOC.format(
+    title="F1 score", sk="f1_score", name="flat_f1_score", beta="", extra="",
+    value="0.8")
+flat_fbeta_score.__doc__ = _FLAT_PRF_DOC.format(
+    title="F-beta score", sk="fbeta_score", name="flat_fbeta_score",
+    beta=_BETA_DOC, extra=" beta=2.0,", value="0.7142857142857143")
+
+
+def sequence_accuracy_score(y_true, y_pred, *, sample_weight=None):
+    """Fraction of sequences predicted entirely right (sklearn-crfsuite's name).
+
+    A sequence counts as correct only when every one of its labels is.
+
+    Parameters
+    ----------
+    y_true : list of sequences
+        True label sequences, one per sentence.
+    y_pred : list of sequences
+        Predicted label sequences, aligned with ``y_true``.
+    sample_weight : array-like of shape (n_sequences,), default=None
+        Weight of each sequence.
+
+    Returns
+    -------
+    accuracy : float
+        In ``[0, 1]``.  (``sklearn_crfsuite.metrics.sequence_accuracy_score``
+        returns 0 for no sequence; here that is an error.)
+
+    Raises
+    ------
+    ValueError
+        If the inputs are not aligned lists of sequences (naming the
+        sequence) or are empty.
+
+    Examples
+    --------
+    >>> sequence_accuracy_score([["DT", "NN"], ["VB"]], [["DT", "VB"], ["VB"]])
+    0.5
+    """
+    a, b = _check_sequence_pair(y_true, y_pred)
+    w = check_sample_weight(sample_weight, len(a))
+    exact = np.array([s == t for s, t in zip(a, b)], dtype=np.float64)
+    return _average(exact, w)
 
 
 def _is_punct(token):
@@ -970,3 +1404,20 @@ def las(y_true, y_pred, words_or_upos=None, exclude_punct=False, *, full_labels=
         raise ValueError("No word to score (all sequences are empty, all words are "
                          "punctuation or have zero weight).")
     return correct / total
+
+
+# The scorers use the metrics above, so they are imported last.
+from ._scorers import (  # noqa: E402
+    OrdinalMAEScorer,
+    get_scorer,
+    get_scorer_names,
+    kendall_tau_scorer,
+    las_scorer,
+    neg_hamming_loss_scorer,
+    neg_mean_absolute_error_scorer,
+    sequence_accuracy_scorer,
+    span_f1_scorer,
+    spearman_rho_scorer,
+    token_accuracy_scorer,
+    uas_scorer,
+)
