@@ -33,7 +33,7 @@ def _chunk(upos):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli")
-    train, test = load_ewt("train")[:200], load_ewt("test")[:100]
+    train, test = load_ewt("train")[:150], load_ewt("test")[:80]
     for name, sents in (("train", train), ("test", test)):
         with open(d / f"{name}.txt", "w", encoding="utf-8") as f:
             for s in sents:
@@ -57,7 +57,7 @@ def test_chunking_train_predict_evaluate(task, files, capsys, tmp_path):
     code, out, err = _run(["train", task, files / "train.txt", "--model", model,
                            "--max-iter", 50] + extra, capsys)
     assert code == 0, err
-    assert "200 sentences" in err and "trained in" in err and out == ""
+    assert "150 sentences" in err and "trained in" in err and out == ""
     pred = tmp_path / "pred.txt"
     code, out, err = _run(["predict", model, files / "test.txt", "-o", pred], capsys)
     assert code == 0, err
@@ -100,7 +100,7 @@ def test_parser_writes_heads_and_deprels_with_deps_cleared(files, capsys, tmp_pa
 
     model = tmp_path / "parser.joblib"
     code, _, err = _run(["train", "parser", files / "train.conllu", "--model", model,
-                         "--max-iter", 30], capsys)
+                         "--loss", "perceptron", "--max-iter", 10], capsys)
     assert code == 0, err
     saved = joblib.load(model)
     assert saved["task"] == "parser" and saved["labelled"]
@@ -111,7 +111,7 @@ def test_parser_writes_heads_and_deprels_with_deps_cleared(files, capsys, tmp_pa
     g = [(s.heads, s.deprels) for s in gold]
     p = [(s.heads, s.deprels) for s in out]
     u, lab = uas([s.heads for s in gold], [s.heads for s in out]), las(g, p)
-    assert u > 0.6 and lab > 0.5 and lab <= u
+    assert u > 0.55 and lab > 0.45 and lab <= u
     code, text, _ = _run(["evaluate", files / "test.conllu", pred], capsys)
     scores = {x.split()[0]: float(x.split()[-1]) for x in text.splitlines()
               if x.startswith(("UAS", "LAS"))}

@@ -24,6 +24,7 @@ from structlearn.datasets import (load_ewt, load_ewt_constructions, load_label_r
 from structlearn.metrics import (OrdinalMAEScorer, chunk_f1, get_scorer, get_scorer_names,
                                  hamming_loss, kendall_tau, mean_absolute_error,
                                  sequence_accuracy_score, spearman_rho, token_accuracy, uas)
+from structlearn.metrics import las  # noqa: E402
 from structlearn import metrics
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -34,6 +35,7 @@ METRICS = {
     "token_accuracy": (token_accuracy, 1),
     "sequence_accuracy": (sequence_accuracy_score, 1),
     "uas": (uas, 1),
+    "las": (las, 1),
     "kendall_tau": (kendall_tau, 1),
     "spearman_rho": (spearman_rho, 1),
     "neg_hamming_loss": (hamming_loss, -1),
@@ -73,6 +75,11 @@ def _parse_data(n=40):
     return [s.tokens for s in sents], [s.heads for s in sents]
 
 
+def _labelled_parse_data(n=40):
+    sents = load_ewt("train")[:n]
+    return [s.tokens for s in sents], [(s.heads, s.deprels) for s in sents]
+
+
 def _ordinal_data():
     X, y = load_wine_quality("red")
     keep = np.isin(y, [5, 6, 7])
@@ -101,6 +108,9 @@ CASES = {
                         ["span_f1"]),
     "parser": (lambda: DependencyParser(loss="perceptron", max_iter=3, random_state=0),
                _parse_data, ["uas"]),
+    "parser-labelled": (lambda: DependencyParser(loss="perceptron", max_iter=3,
+                                                 random_state=0),
+                        _labelled_parse_data, ["uas", "las"]),
     "ranker": (lambda: make_pipeline(StandardScaler(), LabelRanker(random_state=0)),
                lambda: load_label_ranking("iris"), ["kendall_tau", "spearman_rho"]),
     "ordinal": (lambda: make_pipeline(StandardScaler(), OrdinalRegressor(random_state=0)),
