@@ -11,9 +11,10 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
-from structlearn import SequenceTagger
+from structlearn import MultiLabelClassifier, OrdinalRegressor, SequenceTagger
 from structlearn.datasets import load_ewt_pos
 from structlearn.feature_extraction import TokenVectorizer
 
@@ -163,3 +164,28 @@ def test_auto_does_not_pick_bcfw_with_l1(pos_data):
     assert est.solver_ == "owlqn"
     assert est.n_nonzero_ == np.count_nonzero(est._z)
 
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: MultiLabelClassifier(loss="squared", **kw),
+    lambda **kw: OrdinalRegressor(loss="crf", **kw),
+])
+def test_fixed_size_estimators_elastic_net(make):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 10))
+    if isinstance(make(), MultiLabelClassifier):
+        y = (X[:, :3] + 0.5 * rng.normal(size=(60, 3)) > 0).astype(int)
+    else:
+        y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=60), [-0.5, 0.5])
+    alpha, r = 0.05, 0.6
+    est = make(alpha=alpha, l1_ratio=r, tol=1e-10, max_iter=3000).fit(X, y)
+    assert est.solver_ == "owlqn"
+    assert est.n_nonzero_ == np.count_nonzero(est.coef_) + np.count_nonzero(est.intercept_)
+    assert np.count_nonzero(est.coef_) < est.coef_.size
+    problem = make().selection_problem(X, y).problem
+    _, f_ref = split_reference(problem, alpha, r)
+    assert est.objective_ <= f_ref + 1e-8 * f_ref
+    assert f_ref - est.objective_ <= 1e-6 * f_ref
+    assert clone(est).get_params()["l1_ratio"] == r
+    with pytest.raises(ValueError, match="needs a smooth loss"):
+        make(l1_ratio=0.5).set_params(loss="hinge").fit(X, y)
