@@ -118,18 +118,18 @@ def main(argv=None):
     ours(20, 0.0, 1.0, 1).fit(Xtr[:20], ytr[:20])
     theirs(1.0, 0.0).fit(Xtr[:20], ytr[:20])
     rows = []
+    stem = out_stem(args, "l1_conll2000")
     for name, c1, c2 in SETTINGS:
         if name not in args.settings:
             continue
-        rows.append(run(name, c1, c2, "crfsuite", 1, data))
-        for n_jobs in (1, 2):
-            rows.append(run(name, c1, c2, "structlearn", n_jobs, data))
-    stem = out_stem(args, "l1_conll2000")
-    report = render(rows, len(Xtr), argv)
-    print(report)
+        for lib, n_jobs in (("crfsuite", 1), ("structlearn", 1), ("structlearn", 2)):
+            rows.append(run(name, c1, c2, lib, n_jobs, data))
+            if stem is not None:  # after every row: a long run leaves what it did
+                write_csv(f"{stem}.csv", rows)
+                write_text(stem, render(rows, len(Xtr), argv))
+    print(render(rows, len(Xtr), argv))
     if stem is not None:
-        write_csv(f"{stem}.csv", rows)
-        print(f"wrote {write_text(stem, report)}")
+        print(f"wrote {stem}.md")
 
 
 def render(rows, n, argv):

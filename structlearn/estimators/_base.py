@@ -314,7 +314,9 @@ class StructuredLinearModel(BaseEstimator):
         ``duality_gap_`` is the relative duality gap at the stop for the
         solvers with a certificate ('bcfw', 'cutting-plane', and 'lbfgs'
         where every coordinate is penalised: the parser, and the other
-        estimators with ``fit_intercept=False``), None otherwise."""
+        estimators with ``fit_intercept=False``; 'owlqn' there too when
+        ``l1_ratio < 1``: its strong-convexity bound), None otherwise;
+        ``n_nonzero_`` the number of non-zero parameters."""
         self.loss_ = loss
         self.solver_ = solver
         self.n_iter_ = n_iter
