@@ -98,7 +98,9 @@ def _estimator(args):
     if args.max_iter is not None:
         params["max_iter"] = args.max_iter
     if args.task == "tagger":
-        return SequenceTagger(constraints=args.constraints, **params)
+        return SequenceTagger(constraints=args.constraints, l1_ratio=args.l1_ratio, **params)
+    if args.l1_ratio:
+        raise CLIError(f"--l1-ratio applies to the tagger only, not the {args.task}.")
     if args.constraints is not None:
         raise CLIError(f"--constraints applies to the tagger only (the {args.task} "
                        f"decodes valid structures by construction).")
@@ -331,7 +333,10 @@ def build_parser():
     t.add_argument("--alpha", type=float, default=None,
                    help="L2 penalty of the mean loss (default: the estimator's)")
     t.add_argument("--solver", default="auto",
-                   choices=("auto", "lbfgs", "sgd", "bcfw", "cutting-plane"))
+                   choices=("auto", "lbfgs", "owlqn", "sgd", "bcfw", "cutting-plane"))
+    t.add_argument("--l1-ratio", type=float, default=0.0,
+                   help="tagger: share of L1 in the penalty (elastic net, OWL-QN; CRFsuite's "
+                        "c1); the model keeps the non-zero weights only")
     t.add_argument("--max-iter", type=int, default=None)
     t.add_argument("--n-jobs", type=int, default=None, help="threads")
     t.add_argument("--constraints", default=None,

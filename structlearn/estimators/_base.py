@@ -11,23 +11,30 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._validation import check_matrix, check_solution
 from ..feature_selection import ArrayRestrictor, SelectionProblem
 from ..losses import Perceptron, get_loss
-from ..solvers import LinearProblem, bcfw, blas_threads, cutting_plane, lbfgs, sgd
+from ..solvers import LinearProblem, bcfw, blas_threads, cutting_plane, lbfgs, owlqn, sgd
 from ..solvers._problem import _scores
 
-SOLVERS = ("auto", "lbfgs", "sgd", "bcfw", "cutting-plane")
+SOLVERS = ("auto", "lbfgs", "sgd", "bcfw", "cutting-plane", "owlqn")
 DECODINGS = ("map", "calibrated")
 #: ``tol=None`` means: L-BFGS projected-gradient tolerance 1e-5; SGD relative
 #: objective improvement 1e-4 (3 epochs of patience); BCFW relative duality
-#: gap 1e-3; cutting-plane relative duality gap 1e-4.
-DEFAULT_TOL = {"lbfgs": 1e-5, "sgd": 1e-4, "bcfw": 1e-3, "cutting-plane": 1e-4}
+#: gap 1e-3; cutting-plane relative duality gap 1e-4; OWL-QN as L-BFGS (its
+#: pseudo-gradient).
+DEFAULT_TOL = {"lbfgs": 1e-5, "sgd": 1e-4, "bcfw": 1e-3, "cutting-plane": 1e-4,
+               "owlqn": 1e-5}
 #: ``max_iter=None`` means: L-BFGS iterations, SGD / BCFW epochs,
-#: cutting-plane iterations.
-DEFAULT_MAX_ITER = {"lbfgs": 500, "sgd": 50, "bcfw": 200, "cutting-plane": 300}
+#: cutting-plane iterations, OWL-QN iterations.
+DEFAULT_MAX_ITER = {"lbfgs": 500, "sgd": 50, "bcfw": 200, "cutting-plane": 300,
+                    "owlqn": 500}
 
 
-def choose_solver(solver, loss, alpha):
-    """The solver an estimator runs for ``solver`` (which may be 'auto')
-    and ``loss``; a ValueError for a combination that cannot work.
+def choose_solver(solver, loss, alpha, l1_ratio=0.0):
+    """The solver an estimator runs for ``solver`` (which may be 'auto'),
+    ``loss`` and ``l1_ratio``; a ValueError for a combination that cannot
+    work.
+
+    With an L1 penalty (``l1_ratio > 0``) only OWL-QN applies, and only to
+    smooth losses (:func:`structlearn.solvers.owlqn`).
 
     'auto': L-BFGS for smooth losses, SGD otherwise (the averaged
     perceptron for the perceptron loss) -- before an estimator that knows
@@ -41,6 +48,8 @@ def choose_solver(solver, loss, alpha):
     CRF's (docs/benchmarks.rst).
     """
     perceptron = loss.perceptron_update
+    if l1_ratio > 0 or solver == "owlqn":
+        return _choose_l1_solver(solver, loss, l1_ratio)
     if solver == "auto":
         solver = "lbfgs" if loss.smooth else "sgd"
     if solver == "lbfgs" and not loss.smooth:
@@ -60,6 +69,31 @@ def choose_solver(solver, loss, alpha):
     if solver in ("cutting-plane", "bcfw") and alpha <= 0:
         raise ValueError(f"solver={solver!r} needs alpha > 0.")
     return solver
+
+
+#: the losses OWL-QN trains (the smooth ones)
+SMOOTH_LOSSES = "'crf', 'sparsemap', 'm-sparsemap', 'projection', 'squared'"
+
+
+def _choose_l1_solver(solver, loss, l1_ratio):
+    """:func:`choose_solver` with an L1 penalty or ``solver='owlqn'``."""
+    if solver not in ("auto", "owlqn"):
+        raise ValueError(
+            f"l1_ratio={l1_ratio!r} (an L1 penalty) is trained by solver='owlqn' (or "
+            f"'auto'), not solver={solver!r}.")
+    if not loss.smooth:
+        raise ValueError(
+            f"{'l1_ratio > 0' if l1_ratio > 0 else 'solver=' + repr(solver)} needs a smooth "
+            f"loss (OWL-QN); {loss} is not smooth. Use one of {SMOOTH_LOSSES}.")
+    return "owlqn"
+
+
+def check_l1_ratio(l1_ratio):
+    """``l1_ratio`` as a float in [0, 1], or a ValueError naming it."""
+    if isinstance(l1_ratio, bool) or not isinstance(l1_ratio, numbers.Real) \
+            or not 0.0 <= l1_ratio <= 1.0:
+        raise ValueError(f"l1_ratio must be a number in [0, 1], got {l1_ratio!r}.")
+    return float(l1_ratio)
 
 
 #: Estimator parameters that leave BCFW's dual iterate feasible when changed.
@@ -133,7 +167,9 @@ class StructuredLinearModel(BaseEstimator):
         if self.tol is not None and (not isinstance(self.tol, numbers.Real)
                                      or not self.tol >= 0):
             raise ValueError(f"tol must be a non-negative number or None, got {self.tol!r}.")
-        return choose_solver(self.solver, loss, self.alpha)
+        # l1_ratio: a parameter of the estimators that declare it
+        l1_ratio = check_l1_ratio(getattr(self, "l1_ratio", 0.0))
+        return choose_solver(self.solver, loss, self.alpha, l1_ratio)
 
     def _dual_when_auto(self, solver, loss, n_samples):
         """``solver`` (as chosen by :meth:`_check_params`), or 'bcfw' where
@@ -144,6 +180,7 @@ class StructuredLinearModel(BaseEstimator):
         L-BFGS 4x; at ``alpha * n = 0.2`` the parser's gap was still 3e-2
         after 95 epochs, docs/benchmarks.rst)."""
         if self.solver == "auto" and loss.dual_quadratic is not None \
+                and not getattr(self, "l1_ratio", 0.0) > 0 \
                 and loss.dual_quadratic in self._auto_dual \
                 and float(self.alpha) * n_samples >= 1.0:
             return "bcfw"
@@ -281,12 +318,15 @@ class StructuredLinearModel(BaseEstimator):
         ``duality_gap_`` is the relative duality gap at the stop for the
         solvers with a certificate ('bcfw', 'cutting-plane', and 'lbfgs'
         where every coordinate is penalised: the parser, and the other
-        estimators with ``fit_intercept=False``), None otherwise."""
+        estimators with ``fit_intercept=False``; 'owlqn' there too when
+        ``l1_ratio < 1``: its strong-convexity bound), None otherwise;
+        ``n_nonzero_`` the number of non-zero parameters."""
         self.loss_ = loss
         self.solver_ = solver
         self.n_iter_ = n_iter
         self.objective_ = obj
         self.duality_gap_ = self.__dict__.pop("_last_gap", None)
+        self.n_nonzero_ = self.__dict__.pop("_last_nnz", None)
         state = self.__dict__.pop("_last_state", None)
         # the dual iterate is kept only where it will be used (it is as large
         # as the working sets of every example)
@@ -296,7 +336,8 @@ class StructuredLinearModel(BaseEstimator):
             self.__dict__.pop("_dual_state", None)
         if self.verbose:
             print(f"[{type(self).__name__}] fit with loss={loss}, solver={solver} in "
-                  f"{time.perf_counter() - t_start:.2f}s")
+                  f"{time.perf_counter() - t_start:.2f}s, {self.n_nonzero_} non-zero "
+                  f"weights")
 
     def _run_solver(self, solver, problem, z0, loss, targets=()):
         """Run the chosen solver on a training problem; ``(z, n_iter, objective)``.
@@ -311,6 +352,19 @@ class StructuredLinearModel(BaseEstimator):
         max_iter = DEFAULT_MAX_ITER[solver] if self.max_iter is None else self.max_iter
         alpha = float(self.alpha)
         self._last_gap = self._last_state = None
+        z, n_iter, obj = self._solve(solver, problem, z0, loss, targets, tol, max_iter, alpha)
+        self._last_nnz = int(np.count_nonzero(z))
+        return z, n_iter, obj
+
+    def _solve(self, solver, problem, z0, loss, targets, tol, max_iter, alpha):
+        """:meth:`_run_solver` with its defaults resolved."""
+        if solver == "owlqn":
+            z, n_iter, obj, _, gap = owlqn(
+                problem, alpha, z0, l1_ratio=float(getattr(self, "l1_ratio", 0.0)), tol=tol,
+                verbose=self.verbose, max_iter=max_iter, period=self._lbfgs_period,
+                history=loss.lbfgs_history or self._lbfgs_history)
+            self._last_gap = gap
+            return z, n_iter, obj
         if solver == "lbfgs":
             z, n_iter, obj, gap = lbfgs(problem, alpha, z0, tol=tol, verbose=self.verbose,
                                         max_iter=max_iter, period=self._lbfgs_period,

@@ -13,9 +13,10 @@ import numpy as np
 CRFSUITE_PARAMETERS = {
     "algorithm": "solver ('lbfgs' is CRFsuite's 'lbfgs'; loss='perceptron' its 'ap', "
                  "loss='hinge' with solver='sgd' close to 'pa'; 'l2sgd' is solver='sgd')",
-    "c1": "alpha and l1_ratio (CRFsuite's c1 penalises the summed loss: "
-          "alpha * l1_ratio = c1 / n_sequences)",
-    "c2": "alpha (CRFsuite's c2 penalises the summed loss: alpha = 2 * c2 / n_sequences)",
+    "c1": "alpha and l1_ratio (CRFsuite penalises the summed loss: alpha = (c1 + 2 * c2) "
+          "/ n_sequences, l1_ratio = c1 / (c1 + 2 * c2))",
+    "c2": "alpha (CRFsuite penalises the summed loss: alpha = 2 * c2 / n_sequences; with "
+          "c1 too, alpha = (c1 + 2 * c2) / n_sequences and l1_ratio = c1 / (c1 + 2 * c2))",
     "max_iterations": "max_iter",
     "all_possible_states": "feature_support ('all' = True, 'observed' = False)",
     "all_possible_transitions": "nothing: every transition always has a weight "

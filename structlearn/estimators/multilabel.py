@@ -42,7 +42,7 @@ class MultiLabelClassifier(MultiOutputMixin, ClassifierMixin, StructuredLinearMo
         regressions on the cube; a count DP on the knapsack), 'sparsemap',
         'm-sparsemap', 'projection', 'squared', or a loss object such as
         ``Projection(set='cube', geometry='kl')``.
-    alpha, fit_intercept, solver, max_iter, tol, random_state, n_jobs,
+    alpha, l1_ratio, fit_intercept, solver, max_iter, tol, random_state, n_jobs,
     verbose, warm_start
         See :class:`structlearn.LabelRanker`.
     decoding : {'map', 'calibrated'}, default='calibrated'
@@ -61,11 +61,12 @@ class MultiLabelClassifier(MultiOutputMixin, ClassifierMixin, StructuredLinearMo
     def __init__(self, min_labels=0, max_labels=None, loss="projection", alpha=1e-3,
                  fit_intercept=True, solver="auto", max_iter=None, tol=None,
                  decoding="calibrated", random_state=None, n_jobs=None, verbose=0,
-                 warm_start=False):
+                 warm_start=False, l1_ratio=0.0):
         super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept,
                          solver=solver, max_iter=max_iter, tol=tol, decoding=decoding,
                          random_state=random_state, n_jobs=n_jobs, verbose=verbose,
                          warm_start=warm_start)
+        self.l1_ratio = l1_ratio
         self.min_labels = min_labels
         self.max_labels = max_labels
 

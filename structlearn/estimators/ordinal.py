@@ -111,11 +111,11 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
         (onto the order simplex: isotonic regression), 'squared', or a loss
         object such as ``Projection(set='cube', geometry='kl')``.
     alpha : float, default=1e-3
-        L2 penalty of the **mean** loss, ``alpha/2 ||w||^2``.  mord penalises
-        the **sum** of the losses, so mord's ``alpha`` on ``n`` training rows
-        is ``n`` times stronger: ``mord_alpha = alpha * n`` gives the same
-        balance (``alpha = mord_alpha / n``).
-    fit_intercept, solver, max_iter, tol, random_state, n_jobs, verbose, warm_start
+        Penalty of the **mean** loss (``alpha/2 ||w||^2`` with the default
+        ``l1_ratio=0``).  mord penalises the **sum** of the losses, so mord's
+        ``alpha`` on ``n`` training rows is ``n`` times stronger: ``mord_alpha
+        = alpha * n`` gives the same balance (``alpha = mord_alpha / n``).
+    l1_ratio, fit_intercept, solver, max_iter, tol, random_state, n_jobs, verbose, warm_start
         See :class:`structlearn.LabelRanker`.
     decoding : {'map', 'calibrated'}, default='calibrated'
         'calibrated' predicts ``1 + #{t : mu_t > 1/2}`` from the loss's
@@ -147,11 +147,13 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
 
     def __init__(self, loss="projection", alpha=1e-3, fit_intercept=True, solver="auto",
                  max_iter=None, tol=None, decoding="calibrated", random_state=None,
-                 n_jobs=None, verbose=0, warm_start=False, shared_weights=False):
+                 n_jobs=None, verbose=0, warm_start=False, shared_weights=False,
+                 l1_ratio=0.0):
         super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept,
                          solver=solver, max_iter=max_iter, tol=tol, decoding=decoding,
                          random_state=random_state, n_jobs=n_jobs, verbose=verbose,
                          warm_start=warm_start)
+        self.l1_ratio = l1_ratio
         self.shared_weights = shared_weights
 
     def _weight_tying(self, structure):

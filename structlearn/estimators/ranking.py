@@ -26,11 +26,13 @@ class LabelRanker(StructuredLinearModel):
         such as ``Projection(set='row-stochastic', geometry='kl')``.  'crf'
         and 'hinge-slack' are intractable on permutations and raise.
     alpha : float, default=1e-3
-        L2 penalty ``alpha/2 ||W||^2`` on the mean loss.
+        Penalty of the mean loss, ``alpha * (l1_ratio * ||W||_1 + (1 -
+        l1_ratio) / 2 * ||W||^2)`` (the intercept is not penalised).
     fit_intercept : bool, default=True
-    solver : {'auto', 'lbfgs', 'sgd', 'bcfw', 'cutting-plane'}, default='auto'
-        'auto' picks L-BFGS for smooth losses and averaged stochastic
-        subgradient (averaged perceptron for 'perceptron') otherwise.
+    solver : {'auto', 'lbfgs', 'sgd', 'bcfw', 'cutting-plane', 'owlqn'}, default='auto'
+        'auto' picks OWL-QN when ``l1_ratio > 0``, else L-BFGS for smooth
+        losses and averaged stochastic subgradient (averaged perceptron for
+        'perceptron') otherwise.
         'bcfw' (block-coordinate Frank-Wolfe on the dual,
         :func:`structlearn.solvers.bcfw`; the max-margin losses 'hinge',
         'hinge-slack', 'hinge-approx-slack', 'poslearn') and
@@ -57,6 +59,12 @@ class LabelRanker(StructuredLinearModel):
     verbose : int, default=0
     warm_start : bool, default=False
         Start from the previous solution when refitting.
+    l1_ratio : float in [0, 1], default=0.0
+        Share of the L1 penalty (elastic net, as in scikit-learn; 0: the L2
+        model).  ``l1_ratio > 0`` needs a smooth loss and is trained by
+        OWL-QN (``solver='auto'`` or ``'owlqn'``,
+        :func:`structlearn.solvers.owlqn`); ``n_nonzero_`` counts the
+        non-zero weights.
 
     Attributes
     ----------
@@ -77,11 +85,12 @@ class LabelRanker(StructuredLinearModel):
     def __init__(self, polytope="permutahedron", loss="projection", alpha=1e-3,
                  fit_intercept=True, solver="auto", max_iter=None, tol=None,
                  decoding="calibrated", random_state=None, n_jobs=None, verbose=0,
-                 warm_start=False):
+                 warm_start=False, l1_ratio=0.0):
         super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept,
                          solver=solver, max_iter=max_iter, tol=tol, decoding=decoding,
                          random_state=random_state, n_jobs=n_jobs, verbose=verbose,
                          warm_start=warm_start)
+        self.l1_ratio = l1_ratio
         self.polytope = polytope
 
     def _prepare_targets(self, y, n_samples):

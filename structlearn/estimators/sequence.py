@@ -123,17 +123,35 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         polytope, by the active-set solver), 'squared', or a loss object such
         as ``Projection(set='cube', geometry='kl')`` (the cheap box superset).
     alpha : float, default=1e-4
-        L2 penalty of the mean loss, ``alpha/2 ||w||^2``.  CRFsuite's
-        ``c2`` on ``n`` training sequences corresponds to ``alpha = 2 c2 / n``
-        (CRFsuite penalises the summed loss).  sklearn-crfsuite's parameter
-        names (``c1``, ``c2``, ``algorithm``, ``max_iterations``,
-        ``all_possible_states``, ...) raise a TypeError that names the
-        equivalent here.
+        Penalty of the mean loss: ``alpha * (l1_ratio * ||w||_1 + (1 -
+        l1_ratio) / 2 * ||w||^2)`` (every weight but the per-tag bias).
+        CRFsuite minimises the *sum* of the losses plus ``c1 ||w||_1 + c2
+        ||w||^2``; on ``n`` training sequences that is ``n`` times this
+        objective with ``alpha = (c1 + 2 c2) / n`` and ``l1_ratio = c1 / (c1
+        + 2 c2)``, i.e. ``c1 = n * alpha * l1_ratio`` and ``c2 = n * alpha *
+        (1 - l1_ratio) / 2`` (L2 only: ``alpha = 2 c2 / n``).
+        sklearn-crfsuite's parameter names (``c1``, ``c2``, ``algorithm``,
+        ``max_iterations``, ``all_possible_states``, ...) raise a TypeError
+        that names the equivalent here.
+    l1_ratio : float in [0, 1], default=0.0
+        Share of the L1 penalty (the elastic-net mixing, as in
+        scikit-learn): 0 is the L2 model, 1 pure L1 (CRFsuite's ``c1``
+        alone).  With ``l1_ratio > 0`` the loss must be smooth ('crf',
+        'sparsemap', 'm-sparsemap', 'projection', 'squared') and the solver
+        is OWL-QN (``solver='auto'`` or ``'owlqn'``).  Many weights are then
+        exactly zero (``n_nonzero_``), and the fitted model drops them: the
+        (feature, tag) pairs with zero weight leave the support and, for
+        feature dicts, features left without weights leave the vocabulary
+        (``coef_`` has fewer columns), so the stored model's size scales
+        with the non-zeros and predictions are unchanged.  Except with
+        ``warm_start=True``, which keeps every feature for the next fit.
     fit_intercept : bool, default=True
         A per-tag bias (unpenalised, except by ``solver='bcfw'`` and
         ``'cutting-plane'``, which penalise every weight).
-    solver : {'auto', 'lbfgs', 'sgd', 'bcfw', 'cutting-plane'}, default='auto'
-        'auto': BCFW for 'sparsemap' and 'm-sparsemap' when ``alpha *
+    solver : {'auto', 'lbfgs', 'sgd', 'bcfw', 'cutting-plane', 'owlqn'}, default='auto'
+        'auto': OWL-QN when ``l1_ratio > 0``
+        (:func:`structlearn.solvers.owlqn`, which no other solver replaces);
+        else BCFW for 'sparsemap' and 'm-sparsemap' when ``alpha *
         n_sequences >= 1`` (on CoNLL-2000 at ``alpha * n = 2`` about half the
         CRF's L-BFGS fit time, where L-BFGS on these losses takes about four
         times it; BCFW penalises the per-tag bias too, so the model differs
@@ -147,9 +165,9 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         L-BFGS iterations (500), SGD epochs (50), BCFW epochs (200),
         cutting-plane iterations (300).
     tol : float, default=None
-        L-BFGS: stop when the objective decreased by less than ``tol``
-        (relative, default 1e-5) over the last 10 iterations -- CRFsuite's
-        ``delta``/``period`` rule.  SGD, BCFW and cutting plane: as in
+        L-BFGS and OWL-QN: stop when the objective decreased by less than
+        ``tol`` (relative, default 1e-5) over the last 10 iterations --
+        CRFsuite's ``delta``/``period`` rule.  SGD, BCFW and cutting plane: as in
         :class:`structlearn.LabelRanker`.
     decoding : {'map', 'calibrated'}, default='map'
         'map' is Viterbi on the scores; 'calibrated' predicts each token's
@@ -216,6 +234,9 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         sklearn-crfsuite's attribute names (``key:value`` for string
         features); ``transition_features_``: ``{(tag, next_tag): weight}``.
     n_iter_, objective_, solver_, loss_, duality_gap_
+    n_nonzero_ : int
+        Number of non-zero weights (token features, transitions, start /
+        end, bias) at the end of the fit.
         ``duality_gap_``: the relative duality gap at the stop, for
         ``solver='bcfw'``, and for ``'lbfgs'`` with ``fit_intercept=False``
         (the unpenalised per-tag bias leaves L-BFGS's point without a
@@ -255,7 +276,8 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
     def __init__(self, loss="crf", alpha=1e-4, fit_intercept=True, solver="auto",
                  max_iter=None, tol=None, decoding="map", feature_support="observed",
                  min_freq=1, n_features=None, random_state=None, n_jobs=None,
-                 verbose=0, warm_start=False, transitions=True, constraints=None):
+                 verbose=0, warm_start=False, transitions=True, constraints=None,
+                 l1_ratio=0.0):
         super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept,
                          solver=solver, max_iter=max_iter, tol=tol, decoding=decoding,
                          random_state=random_state, n_jobs=n_jobs, verbose=verbose,
@@ -265,6 +287,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         self.n_features = n_features
         self.transitions = transitions
         self.constraints = constraints
+        self.l1_ratio = l1_ratio
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
@@ -319,6 +342,8 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         self.allowed_transitions_, self.allowed_start_, self.allowed_end_ = \
             (a.copy() for a in allowed) if allowed is not None else \
             (np.ones((K, K), dtype=bool), ones, ones.copy())
+        if self.l1_ratio > 0 and not self.warm_start:
+            self.sparsify()
         self._record_fit(loss, solver, n_iter, obj, t_start)
         return self
 
@@ -479,6 +504,46 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         self._sup_ptr, self._sup_label = sup_ptr, sup_label
         self._z = np.array(z, dtype=np.float64)
         self._n_support = problem.fmap.n_support
+
+    def sparsify(self):
+        """Drop the zero weights from the fitted model.
+
+        The (feature, tag) pairs whose weight is zero leave the weight
+        support, and, for feature dicts, the features left without any
+        weight leave the vectorizer's vocabulary (``coef_`` loses their
+        columns; unknown features are ignored at prediction, as before), so
+        the stored model's size scales with its non-zero weights.  The
+        scores, hence every prediction, are unchanged.  :meth:`fit` calls it
+        after an L1 fit (``l1_ratio > 0``) unless ``warm_start=True``: a
+        later warm-started fit would only train the weights that are left.
+
+        Returns
+        -------
+        self
+        """
+        check_is_fitted(self)
+        S, d = self._n_support, len(self._sup_ptr) - 1
+        w, tail = self._z[:S], self._z[S:]
+        keep = w != 0
+        feat = np.repeat(np.arange(d), np.diff(self._sup_ptr))
+        counts = np.bincount(feat[keep], minlength=d)
+        vec = self.vectorizer_
+        if vec.input_type_ == "dict":  # array input keeps its width
+            columns = counts > 0
+            vec._keep_columns(columns)
+            counts = counts[columns]
+        sup_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(self._sup_ptr.dtype)
+        sup_label = self._sup_label[keep]
+        d = len(counts)
+        w = w[keep]
+        self._sup_ptr, self._sup_label = sup_ptr, sup_label
+        self._z = np.concatenate([w, tail])
+        self._n_support = len(w)
+        self.coef_ = sp.csr_matrix((w.copy(), (sup_label, np.repeat(np.arange(d),
+                                                                    counts))),
+                                   shape=(len(self.classes_), d))
+        self.n_features_in_ = d
+        return self
 
     # -------------------------------------------------------------- predict
     def _batches(self, X):

@@ -522,3 +522,38 @@ class TokenVectorizer(BaseEstimator):
             return None
         c = table.get(pair)
         return table.unseen(*pair) if c is None else c
+
+    def _keep_columns(self, keep):
+        """Keep only the columns ``keep`` (a boolean mask, dict input),
+        renumbered in order: their features map to their new columns, the
+        others are dropped at transform like unseen features.  In place
+        (e.g. to store a sparse model's vocabulary only,
+        :meth:`structlearn.SequenceTagger.sparsify`)."""
+        check_is_fitted(self, "templates_")
+        keep = np.asarray(keep, dtype=bool)
+        n_cols = len(self.templates_)
+        if self.input_type_ != "dict" or keep.shape != (n_cols,):
+            raise ValueError(f"_keep_columns takes a boolean mask of the {n_cols} "
+                             f"columns of a vectorizer fitted on feature dicts.")
+        new_col = np.cumsum(keep) - 1
+        new_col[~keep] = -1
+        if self._columns is not None:
+            table = self._columns
+            cols = new_col.tolist()
+            for pair in list(table):
+                c = table[pair]
+                if c >= 0:
+                    if cols[c] >= 0:
+                        table[pair] = cols[c]
+                    else:
+                        del table[pair]
+            if table.names is not None:
+                table.names = {name: cols[c] for name, c in table.names.items()
+                               if cols[c] >= 0}
+        else:
+            self.hash_buckets_ = self.hash_buckets_[keep]
+        if self._feature_names is not None:
+            self._feature_names = self._feature_names[keep]
+        self._vocabulary = None
+        self.templates_ = self.templates_[keep]
+        return self

@@ -10,6 +10,9 @@ outputs (:class:`LinearProblem`), chains and trees (their estimators define
 problems over flat ragged data).
 
 * :func:`lbfgs` for smooth losses (CRF, SparseMAP, projections, squared).
+* :func:`owlqn`: OWL-QN (Andrew & Gao 2007) for the smooth losses with an
+  L1 or elastic-net penalty ``alpha (l1_ratio ||z_P||_1 + (1 - l1_ratio)/2
+  ||z_P||^2)``, with its :func:`pseudo_gradient`.
 * :func:`sgd`: stochastic subgradient descent with iterate averaging on the
   same regularised objective, for the non-smooth max-margin losses; with
   ``perceptron=True`` the averaged perceptron (Collins 2002).
@@ -26,7 +29,7 @@ problems over flat ragged data).
   with its proximity operators :func:`soft_threshold` and
   :func:`group_soft_threshold`.
 
-One module per solver (``_lbfgs``, ``_sgd``, ``_cutting_plane``,
+One module per solver (``_lbfgs``, ``_owlqn``, ``_sgd``, ``_cutting_plane``,
 ``_bcfw``, ``_sparseptron``), the fixed-size problem in ``_problem``, the
 thread pools in ``_threads``; their Numba kernels are in
 :mod:`structlearn.kernels.optim`, :mod:`structlearn.kernels.dual` and
@@ -36,6 +39,7 @@ thread pools in ``_threads``; their Numba kernels are in
 from ._bcfw import DualState, bcfw
 from ._cutting_plane import cutting_plane
 from ._lbfgs import lbfgs
+from ._owlqn import owlqn, pseudo_gradient
 from ._problem import LinearProblem, loss_value_and_grad, objective
 from ._protocol import DualProblem, Problem, SparseProblem
 from ._ragged import RaggedProblem
@@ -46,4 +50,4 @@ from ._threads import blas_threads, n_workers, split_concat, thread_map
 __all__ = ["DualProblem", "DualState", "LinearProblem", "Problem", "RaggedProblem",
            "SparseProblem", "bcfw", "blas_threads", "cutting_plane", "group_soft_threshold",
            "lbfgs", "loss_value_and_grad", "n_workers", "objective", "online_prox_grad",
-           "sgd", "soft_threshold", "split_concat", "thread_map"]
+           "owlqn", "pseudo_gradient", "sgd", "soft_threshold", "split_concat", "thread_map"]
