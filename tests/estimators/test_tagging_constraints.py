@@ -340,3 +340,13 @@ def test_fused_crf_with_constraints_matches_the_structure_path():
     free = chain_problem(checked_tokens(enc, sup_ptr), enc.tok_off, y, K, sup_ptr,
                          sup_label, CRF())
     assert not np.allclose(free.value_and_grad(z)[0], v1)  # the constraints matter
+
+
+def test_constraints_survive_the_sparse_l1_model():
+    X, Y = _toy(40)
+    est = SequenceTagger(constraints="BIO", l1_ratio=0.5, alpha=0.05).fit(X, Y)
+    dense = SequenceTagger(constraints="BIO", alpha=0.05).fit(X, Y)
+    assert est.n_nonzero_ < dense.coef_.nnz + dense.transition_.size
+    Xn = [[{"w": "zzz"}, {"w": "dog"}, {"w": "."}, {"w": "qq"}, {"w": "sleeping"}]]
+    assert all(_valid_bio(s) for s in est.predict(X[:10] + Xn))
+    assert est.predict(Xn, known=[[None, None, None, "B-VP", None]])[0][3] == "B-VP"
