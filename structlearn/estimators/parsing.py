@@ -448,8 +448,9 @@ class DependencyParser(StructuredLinearModel):
         Parameters
         ----------
         X : list of sentences
-        y : list of head arrays (unlabelled parser) or of ``(heads,
-            deprels)`` pairs (labelled parser)
+        y : list
+            Head arrays (unlabelled parser) or ``(heads, deprels)`` pairs
+            (labelled parser).
 
         Returns
         -------
