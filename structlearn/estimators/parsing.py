@@ -14,9 +14,10 @@ from ..feature_selection import SelectionProblem, TemplateRestrictor
 from ..kernels.arcs import arc_scores
 from ..kernels.tree import projective_trees
 from ..kernels.tree_validation import validate_heads
-from ..losses import Projection, get_loss
+from ..losses import get_loss
 from ..metrics import las, uas
 from ..solvers import RaggedProblem, n_workers, thread_map
+from ..structures.chain import Chain
 from ..structures.tree import Tree
 from ._arc_labels import label_features, split_targets
 from ._base import StructuredLinearModel
@@ -260,14 +261,18 @@ class DependencyParser(StructuredLinearModel):
 
     def _label_loss(self, loss):
         """The labeller's loss and whether it scores label bigrams: the
-        parser's loss on a chain, except for the head-selection losses
-        (``Projection(set='simplex')``: every word's head on its own), whose
-        labelling analogue scores every word's label on its own -- a chain
-        without transitions trained with SparseMAP (per-word sparsemax: the
-        Euclidean projection onto each word's simplex) or the CRF (per-word
-        softmax: the KL projection)."""
-        if isinstance(loss, Projection) and loss.set == "simplex":
-            return ("sparsemap" if loss.geometry == "euclidean" else "crf"), False
+        parser's loss on a chain.  A loss the chain cannot take -- the
+        head-selection losses (``Projection(set='simplex')``: every word's
+        head on its own) -- has as labelling analogue a loss that scores
+        every word's label on its own: a chain without transitions trained
+        with SparseMAP (per-word sparsemax: the Euclidean projection onto
+        each word's simplex) or, for a KL geometry, the CRF (per-word
+        softmax).  The loss is asked what it can do (``check``), not what
+        it is."""
+        try:
+            loss.check(Chain(1, np.array([0, 1])))
+        except ValueError:
+            return ("crf" if getattr(loss, "geometry", None) == "kl" else "sparsemap"), False
         return (self.loss if isinstance(self.loss, str) else loss), True
 
     def _fit_labeller(self, X, heads, deprels, loss, warm):
