@@ -24,11 +24,14 @@ def _is_sequence(v):
 def is_labelled_target(t):
     """Whether one sentence's target is a ``(heads, deprels)`` pair.
 
-    A head array holds integers, so a length-2 tuple or list whose two
-    items are themselves sequences is a pair.
+    A head array holds integers, so a tuple of two sequences is a pair, and
+    so is a list of two sequences whose second holds strings (a list of two
+    integer lists is a malformed head array, reported as such).
     """
-    return (isinstance(t, (tuple, list)) and len(t) == 2
-            and _is_sequence(t[0]) and _is_sequence(t[1]))
+    if not (isinstance(t, (tuple, list)) and len(t) == 2
+            and _is_sequence(t[0]) and _is_sequence(t[1])):
+        return False
+    return isinstance(t, tuple) or (len(t[1]) > 0 and all(isinstance(d, str) for d in t[1]))
 
 
 def split_targets(y, n_sentences):
@@ -58,8 +61,8 @@ def split_targets(y, n_sentences):
         position).
     """
     if y is None:
-        raise ValueError("DependencyParser requires y (a list of head arrays or of "
-                         "(heads, deprels) pairs), got None.")
+        raise ValueError("DependencyParser requires y: a list of head arrays or of "
+                         "(heads, deprels) pairs, got None (NoneType).")
     if isinstance(y, (str, bytes, Mapping)) or not hasattr(y, "__len__"):
         raise ValueError("y must be a list of head arrays or of (heads, deprels) pairs, "
                          f"got {describe(y)}.")

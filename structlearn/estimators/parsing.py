@@ -472,6 +472,7 @@ class DependencyParser(StructuredLinearModel):
             scored on pairs, an unlabelled one on head arrays).
         """
         check_is_fitted(self, "coef_")
+        check_sentences(X, tokens=True)  # X's errors before y's
         labelled = getattr(self, "labeller_", None) is not None
         heads, deprels = split_targets(y, len(X))
         if labelled and deprels is None:

@@ -22,9 +22,11 @@ from ..kernels.tree_validation import validate_heads
 __all__ = ["ArcVectorizer", "check_sentences", "sentence_attributes"]
 
 
-def check_sentences(X):
+def check_sentences(X, tokens=False):
     """Raise a ValueError unless ``X`` is a non-empty list (or tuple) of
-    sentences (a 1-D object array of them is also accepted)."""
+    sentences (a 1-D object array of them is also accepted); with
+    ``tokens``, also unless every sentence is a list of token dicts or a
+    ConlluSentence (naming the first that is not)."""
     if isinstance(X, np.ndarray) and X.ndim == 1 and X.dtype == object:
         pass
     elif X is None or isinstance(X, (str, bytes, Mapping, np.ndarray)) or sp.issparse(X) \
@@ -33,6 +35,9 @@ def check_sentences(X):
                          f"ConlluSentence objects), got {describe(X)}.")
     if len(X) == 0:
         raise ValueError("X is empty: at least one sentence is needed.")
+    if tokens:
+        for i, sent in enumerate(X):
+            _sentence_tokens(sent, i)
 
 
 def _sentence_tokens(sent, i):
