@@ -138,7 +138,8 @@ def main(argv=None):
                          ["crf", "hinge"], fractions, args.n_jobs)
     text = "\n".join([
         "# Transition constraints and partial labels", "",
-        f"`{command_line(argv)}`", "", machine_info(), "",
+        f"`{command_line(argv)}`", "",
+        "".join(f"- {k}: {v}\n" for k, v in machine_info().items()),
         f"## Span F1 (share of sentences with an invalid BIO bigram), {n_train} training "
         f"sentences", "", md_table(header1, rows1), "",
         f"## Partial labels: CoNLL-2000, {n_train} training sentences, tags hidden at "
