@@ -105,7 +105,7 @@ class Loss(BaseEstimator):
 
     def partial_value_and_grad(self, theta, y, structure):
         """The loss against partially labelled targets ``y`` (codes of the
-        structure's :meth:`complete`: positions whose label is unknown or one
+        structure's ``complete``: positions whose label is unknown or one
         of a set).
 
         By default the targets are completed by the constrained MAP -- the

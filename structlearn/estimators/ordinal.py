@@ -137,7 +137,7 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
         The classes, lowest first: sorted, or in the order of an ordered
         categorical ``y``.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Column names of a DataFrame ``X`` (with string column names) given
         to ``fit``; absent otherwise.
     coef_ : ndarray of shape (n_classes - 1, n_features)

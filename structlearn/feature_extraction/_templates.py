@@ -66,7 +66,7 @@ def column_features(sentence, template="default"):
         One item per token: its columns, the word first (e.g. ``('He',
         'PRP')``); a plain string is a one-column token.
     template : {'default', 'words', 'chunking'}, default='default'
-        The template set (:data:`TEMPLATES` describes each).  Positions
+        The template set (``TEMPLATES`` describes each).  Positions
         outside the sentence read as ``'__BOS__'`` / ``'__EOS__'``.
 
     Returns

@@ -67,7 +67,7 @@ class Chain(RaggedStructure):
         e.g. BIO's ``O -> I-X`` forbidden).  The chain is then restricted
         to the sequences that respect them: every oracle (MAP, marginals,
         top-2, slack and PosLearn violators, SparseMAP, projections) sees
-        :data:`~structlearn.kernels.chain.FORBIDDEN` added to the scores of
+        ``FORBIDDEN`` (-1e9) added to the scores of
         the forbidden parts.  None: every sequence.
     known : array of int (N_tok,) or None
         Forced decoding: per token a tag (``>= 0``) or ``-1 - s`` for the
