@@ -74,9 +74,10 @@ def _check_run(text, cfg):
         assert float(seconds) >= 0.0
         values[(task, model)] = float(value)
     table = text.split("\nComparison")[1]
-    for (task, model), value in values.items():
-        assert re.search(rf"^{re.escape(task)}\s.*{re.escape(model)}( \*)?\s+\S+\s+"
-                         rf"{value:.4f}\s", table, re.M), (task, model)
+    for task, data, model, metric, value, seconds in rows:
+        assert re.search(rf"^{re.escape(task)}\s+{re.escape(data)}\s+{re.escape(model)}"
+                         rf"( \*)?\s+{re.escape(metric)}\s+{value}\s+(baseline|[+-]\d\.\d{{4}})"
+                         rf"\s+{re.escape(seconds)}$", table, re.M), (task, model)
     assert re.search(r"^total \d+\.\d s wall", text, re.M)
     return values
 
