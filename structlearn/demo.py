@@ -465,11 +465,11 @@ def main(argv=None):
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true",
                       help="fewer losses and a 200-sentence training slice for the "
-                           "sequence tasks (about 2 minutes the first time, under 1 "
-                           "minute later)")
+                           "sequence tasks (30 s once the kernels are compiled; a "
+                           "first run compiles about as long as the default one)")
     size.add_argument("--full", action="store_true",
                       help="every bundled data set and more losses on the whole "
-                           "bundled slices (15-20 minutes on a busy 2-core machine)")
+                           "bundled slices (about 12 minutes on a busy 2-core machine)")
     size.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--task", choices=TASKS + ("all",), default="all",
                         help="run one task only")
