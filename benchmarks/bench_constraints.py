@@ -16,14 +16,14 @@ Two experiments, side by side in one process:
     python benchmarks/bench_constraints.py [--quick] [--n-train 3000]
 """
 
-import _common  # noqa: F401  (pins BLAS threads before NumPy)
 import argparse
 import time
 
-import numpy as np
-
-from _common import (command_line, common_parser, conll2000_xy, fetch_shared,
+# first: _common pins the BLAS threads before NumPy is imported
+from _common import (command_line, common_parser, conll2000_xy, fetch_shared,  # noqa: I001
                      machine_info, md_table, out_stem, parse_args, quiet_fit, write_text)
+
+import numpy as np  # noqa: E402
 
 
 def invalid_bio(seq):
