@@ -434,13 +434,10 @@ class StructuredLinearModel(BaseEstimator):
             their probabilities (sum to one).
         """
         theta = self._part_scores(X)
-        st = self.structure_
-        out = []
-        for row in theta:
-            _, V, w, _ = st.sparsemap_support(row)
-            labels = self._vertices_to_labels(V)
-            out.append([(lab, float(wt)) for lab, wt in zip(labels, w)])
-        return out
+        _, V, w, off = self.structure_.sparsemap_supports(theta)
+        labels = self._vertices_to_labels(V)
+        w = w.tolist()
+        return [list(zip(labels[a:b], w[a:b])) for a, b in zip(off[:-1], off[1:])]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -244,3 +244,41 @@ def sparsemap_active_set_batch(Eta, n_unary, oracle, params, max_iter, tol):
         mu, _, _, _ = sparsemap_active_set(Eta[i], n_unary, oracle, params, max_iter, tol)
         Mu[i, :] = mu
     return Mu
+
+
+@njit_on_first_call(
+    types.Tuple((types.float64[:, ::1], types.float64[:, ::1], types.float64[::1],
+                 types.int64[::1]))(
+        types.float64[:, ::1], types.int64, _ORACLE, types.float64[::1], types.int64,
+        types.float64), cache=True, nogil=True)
+def sparsemap_support_batch(Eta, n_unary, oracle, params, max_iter, tol):
+    """Row-wise :func:`sparsemap_active_set` keeping the supports.
+
+    Returns ``(Mu, vertices, weights, sup_off)``: the marginals of every
+    row, and the support vertices and weights of row ``i`` at
+    ``vertices[sup_off[i]:sup_off[i + 1]]`` (one Numba call for a batch
+    instead of one per row).
+    """
+    n, p = Eta.shape
+    Mu = np.empty((n, p))
+    sup_off = np.zeros(n + 1, dtype=np.int64)
+    V = np.empty((max(4, 2 * n), p))
+    W = np.empty(V.shape[0])
+    for i in range(n):
+        mu, verts, wts, _ = sparsemap_active_set(Eta[i], n_unary, oracle, params, max_iter,
+                                                 tol)
+        Mu[i, :] = mu
+        s = sup_off[i]
+        k = wts.shape[0]
+        if s + k > V.shape[0]:
+            cap = max(2 * V.shape[0], s + k)
+            V2 = np.empty((cap, p))
+            V2[:s] = V[:s]
+            W2 = np.empty(cap)
+            W2[:s] = W[:s]
+            V, W = V2, W2
+        V[s:s + k] = verts
+        W[s:s + k] = wts
+        sup_off[i + 1] = s + k
+    m = sup_off[n]
+    return Mu, V[:m].copy(), W[:m].copy(), sup_off

@@ -23,7 +23,7 @@ that ``structlearn.kernels.sparsemap`` stays the one import path:
 
 * :mod:`structlearn.kernels.active_set`: the active-set method
   (:func:`sparsemap_active_set_warm`, :func:`sparsemap_active_set`,
-  :func:`sparsemap_active_set_batch`), with its steps in
+  :func:`sparsemap_active_set_batch`, :func:`sparsemap_support_batch`), with its steps in
   :mod:`structlearn.kernels._active_set_steps` and its incrementally
   factorised KKT system in :mod:`structlearn.kernels._active_set_factor`;
 * :mod:`structlearn.kernels.sparsemap_ragged`: the active set on ragged
@@ -44,6 +44,7 @@ from .active_set import (
     sparsemap_active_set,
     sparsemap_active_set_batch,
     sparsemap_active_set_warm,
+    sparsemap_support_batch,
 )
 from .conditional_gradient import VARIANTS, sparsemap_conditional_gradient
 from .sparsemap_ragged import (
@@ -60,6 +61,7 @@ __all__ = [
     "sparsemap_active_set",
     "sparsemap_active_set_warm",
     "sparsemap_active_set_batch",
+    "sparsemap_support_batch",
     "sparsemap_active_set_ragged",
     "sparsemap_active_set_warm_ragged",
     "sparsemap_conditional_gradient",

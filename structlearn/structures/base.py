@@ -22,6 +22,7 @@ from ..kernels.sparsemap import (
     sparsemap_active_set_ragged,
     sparsemap_active_set_warm_ragged,
     sparsemap_conditional_gradient,
+    sparsemap_support_batch,
 )
 
 #: Loss names that need only a MAP oracle (usable on every structure).
@@ -353,6 +354,26 @@ class Structure:
         return sparsemap_conditional_gradient(
             theta, self.n_unary, self._oracle(), self._oracle_params(),
             VARIANTS[method], max_iter, tol)
+
+    def sparsemap_supports(self, theta, max_iter=1000, tol=1e-9):
+        """The active-set SparseMAP of every row with its distribution,
+        in one kernel call (:meth:`sparsemap_support` row by row).
+
+        Returns
+        -------
+        mu : ndarray (n, n_parts)
+        vertices : ndarray (n_vertices, n_parts)
+            The supports of all rows, one after another.
+        weights : ndarray (n_vertices,)
+        sup_off : ndarray of int (n + 1,)
+            Row ``i``'s support is ``vertices[sup_off[i]:sup_off[i + 1]]``.
+        """
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        if theta.ndim != 2 or theta.shape[1] != self.n_parts:
+            raise ValueError(f"scores must have shape (n_samples, {self.n_parts}), "
+                             f"got {theta.shape}.")
+        return sparsemap_support_batch(theta, self.n_unary, self._oracle(),
+                                       self._oracle_params(), int(max_iter), float(tol))
 
     # ---------------------------------------------------------------- decoding
     def complete(self, theta, y):

@@ -135,6 +135,36 @@ def test_predict_sparse_returns_a_distribution():
     np.testing.assert_allclose(M.sum(axis=2), 1.0, atol=1e-6)
 
 
+def _bounded(X, Y, lo, hi):
+    keep = (Y.sum(axis=1) >= lo) & (Y.sum(axis=1) <= hi)
+    return X[keep], Y[keep]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: (LabelRanker(loss="sparsemap"), ranking_data()),
+    lambda: (LabelRanker(polytope="birkhoff", loss="sparsemap"), ranking_data()),
+    lambda: (OrdinalRegressor(loss="sparsemap"), ordinal_data()),
+    lambda: (MultiLabelClassifier(loss="sparsemap"), multilabel_data()),
+    lambda: (MultiLabelClassifier(loss="sparsemap", min_labels=1, max_labels=3),
+             _bounded(*multilabel_data(), 1, 3)),
+])
+def test_predict_sparse_batch_equals_row_by_row_supports(make):
+    # the batched kernel against the row-wise solver it replaced
+    est, (X, Y) = make()
+    est.fit(X, Y)
+    out = est.predict_sparse(X[:20])
+    theta = est.decision_function(X[:20]) if not isinstance(est, OrdinalRegressor) \
+        else est._part_scores(X[:20])
+    assert len(out) == 20
+    for row, dist in zip(theta, out):
+        _, V, w, _ = est.structure_.sparsemap_support(row)
+        labels = est._vertices_to_labels(V)
+        assert len(dist) == len(w)
+        for (lab, wt), lab_ref, w_ref in zip(dist, labels, w):
+            np.testing.assert_array_equal(lab, lab_ref)
+            assert wt == float(w_ref)
+
+
 def test_warm_start_continues_from_previous_solution():
     X, Y = ranking_data()
     est = LabelRanker(loss="projection", max_iter=3, warm_start=True)
