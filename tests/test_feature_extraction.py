@@ -688,3 +688,24 @@ def test_conll2000_subset():
         a = np.asarray(M[:, tv.templates_ == g].sum(axis=1)).ravel()
         b = np.asarray(H[:, th.templates_ == g].sum(axis=1)).ravel()
         np.testing.assert_array_equal(a, b)
+
+
+def test_batched_name_hashing_equals_scikit_learn_per_name():
+    # the Numba hash of the joined names against the per-name hash it replaced
+    from sklearn.utils import murmurhash3_32
+
+    from structlearn.feature_extraction._dicts import _NUM, _hash_names, _name
+    rng = np.random.default_rng(0)
+    alphabet = list("abcXYZ=|_0 ") + ["é", "中", "\U0001F600"]
+    for ascii_only in (True, False):
+        chars = alphabet[:11] if ascii_only else alphabet
+        inners = ["".join(rng.choice(chars, size=rng.integers(0, 9))) for _ in range(300)]
+        for mixed in (False, True):
+            keys = list(inners)
+            if mixed:   # numeric features and expanded values among the strings
+                keys[::7] = [_NUM] * len(keys[::7])
+                keys[3::11] = [("[x]=a",)] * len(keys[3::11])
+            for k in ("w[0]", "pré"):
+                got = _hash_names(k, keys, 17, 1009)
+                ref = [17 + murmurhash3_32(_name(k, s), positive=True) % 1009 for s in keys]
+                np.testing.assert_array_equal(got, ref)

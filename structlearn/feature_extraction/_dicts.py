@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from sklearn.utils import murmurhash3_32
 
 from .._validation import describe
+from ..kernels.hashing import murmurhash3_32_many
 
 _INF = float("inf")
 #: inner-table key of the numeric / boolean feature named exactly like its
@@ -421,8 +422,45 @@ def _virtual_ids(by_tmpl, n_codes, gid, mods, offsets):
         g = gid.get(k)
         if g is None:
             continue
-        off, mod = offsets[g], mods[g]
-        out[ids] = [off + murmurhash3_32(_name(k, s), positive=True) % mod for s in inners]
+        out[ids] = _hash_names(k, inners, offsets[g], mods[g])
+    return out
+
+
+def _hash_names(k, inners, offset, mod):
+    """``offset + murmurhash3_32(_name(k, s), positive=True) % mod`` for
+    every inner key ``s`` of template ``k``, hashed in one Numba call: the
+    names ``k=s`` of the string values are one joined buffer
+    (``sep.join``, no string per name), the few others are built one by
+    one."""
+    out = np.empty(len(inners), dtype=np.int64)
+    sep = k + "="
+    try:
+        joined = sep + sep.join(inners)    # every inner key a str: the common case
+        strs, values = None, inners
+    except TypeError:   # numeric features and expanded values: their names by hand
+        strs = [i for i, s in enumerate(inners) if type(s) is str]
+        rest = np.setdiff1d(np.arange(len(inners)), strs)
+        out[rest] = [offset + murmurhash3_32(_name(k, inners[i]), positive=True) % mod
+                     for i in rest.tolist()]
+        values = [inners[i] for i in strs]
+        if not values:
+            return out
+        joined = sep + sep.join(values)
+    if joined.isascii():
+        lens = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        sep_len = len(sep)
+    else:
+        lens = np.fromiter(map(len, map(str.encode, values)), dtype=np.int64,
+                           count=len(values))
+        sep_len = len(sep.encode())
+    bounds = np.empty(len(values) + 1, dtype=np.int64)
+    bounds[0] = 0
+    np.cumsum(lens + sep_len, out=bounds[1:])
+    buf = np.frombuffer(joined.encode(), dtype=np.uint8)
+    hashed = murmurhash3_32_many(buf, bounds, 0, offset, mod)
+    if strs is None:
+        return hashed
+    out[strs] = hashed
     return out
 
 

@@ -328,8 +328,11 @@ class TokenVectorizer(BaseEstimator):
                         f"templates seen in fit ({len(cand_tmpl)}); every template needs "
                         f"at least one column.")
                 gid = {k: g for g, k in enumerate(cand_tmpl)}
-                counts = np.array([len({_name(k, s) for s in by_tmpl[k][0]})
-                                   for k in cand_tmpl], dtype=np.int64)
+                # distinct names per template (one per pair unless names collide)
+                distinct = ((lambda k: len({_name(k, s) for s in by_tmpl[k][0]}))
+                            if _names_may_collide(by_tmpl) else
+                            (lambda k: len(by_tmpl[k][0])))
+                counts = np.array([distinct(k) for k in cand_tmpl], dtype=np.int64)
                 mods = _water_fill(counts, int(self.n_features))
                 offsets = np.concatenate(([0], np.cumsum(mods)))
                 virt = _virtual_ids(by_tmpl, n_codes, gid, mods, offsets)
