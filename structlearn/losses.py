@@ -222,7 +222,8 @@ class Hinge(Loss):
         if self.scaling == "slack":
             phi_hat = structure.slack_violator(theta, y)
         else:
-            phi_hat = self._approx_slack_violator(theta, y, phi, structure)
+            phi_hat = structure.approx_slack_violator(theta, y, self.n_search,
+                                                      self.epsilon)
         return self._slack_hinge(theta, phi, phi_hat, structure)
 
     @staticmethod
@@ -234,58 +235,6 @@ class Hinge(Loss):
         value = np.where(active, L * margin, 0.0)
         grad = structure.per_sample(np.where(active, L, 0.0)) * (phi_hat - phi)
         return value, grad
-
-    def _approx_slack_violator(self, theta, y, phi, structure):
-        n = structure.n_samples(theta)
-        c = structure.cost_vector(phi)
-        s_true = structure.dot(theta, phi)
-        L_max, L_eps = structure.cost_bounds()
-        # L_max = 0: a single structure (e.g. one label to rank), nothing is
-        # violated; any positive bound keeps the search below free of 0/0
-        L_max = np.where(np.asarray(L_max, dtype=float) > 0, L_max, 1.0)
-
-        best_phi = phi.copy()
-        best_g = np.zeros(n)
-
-        def evaluate(lam):
-            cand = structure.encode(
-                structure.second_best(theta + structure.per_sample(lam) * c, y))
-            s = structure.dot(theta, cand)
-            L = structure.dot(cand - phi, c)
-            g = L * (1.0 - s_true + s)
-            better = g > best_g
-            best_phi[...] = np.where(structure.per_sample(better), cand, best_phi)
-            best_g[better] = g[better]
-            return s, L
-
-        lam_l = np.broadcast_to(self.epsilon / np.asarray(L_max, dtype=float), (n,)).copy()
-        s_map = structure.dot(theta, structure.encode(structure.argmax(theta)))
-        evaluate(lam_l)
-        xi = best_g.copy()
-        lam_u = np.maximum((s_map - s_true + 1.0 - xi / L_max) / L_eps, lam_l)
-        evaluate(lam_u)
-        xi = best_g.copy()
-
-        def F(lam):
-            s, L = evaluate(lam)
-            return s + lam * L - 2.0 * np.sqrt(xi * lam)
-
-        # golden-section search for min F on [lam_l, lam_u], per sample
-        ratio = (np.sqrt(5.0) - 1.0) / 2.0
-        a, b = lam_l, lam_u
-        x1 = b - ratio * (b - a)
-        x2 = a + ratio * (b - a)
-        f1, f2 = F(x1), F(x2)
-        for _ in range(self.n_search - 2):
-            left = f1 <= f2
-            a = np.where(left, a, x1)
-            b = np.where(left, x2, b)
-            x2_new = np.where(left, x1, a + ratio * (b - a))
-            x1_new = np.where(left, b - ratio * (b - a), x2)
-            f_new = F(np.where(left, x1_new, x2_new))
-            f1, f2 = np.where(left, f_new, f2), np.where(left, f1, f_new)
-            x1, x2 = x1_new, x2_new
-        return best_phi
 
 
 class PosLearn(Loss):

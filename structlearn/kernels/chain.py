@@ -569,6 +569,46 @@ def max_marginals_batch(theta, part_off, tok_off, K):
 
 
 @njit(cache=True, nogil=True)
+def _second_best_into(theta, base, L, K, y, o, y2, o2):
+    """Write the best tag sequence of the block at ``base`` different from
+    ``y[o:o + L]`` into ``y2[o2:o2 + L]`` (``K >= 2``; see
+    :func:`second_best_batch`)."""
+    tr = base + L * K
+    st = tr + K * K
+    gamma, bpb = _backward_max(theta, base, L, K)
+    best = NEG_INF
+    bj = -1
+    bk = -1
+    prefix = 0.0  # score of y[:j] (start and transitions inside it)
+    for j in range(L):
+        yj = y[o + j]
+        u = base + j * K
+        for k in range(K):
+            if k == yj:
+                continue
+            if j == 0:
+                v = theta[st + k]
+            else:
+                v = prefix + theta[tr + y[o + j - 1] * K + k]
+            v += theta[u + k] + gamma[j, k]
+            if v > best or bj < 0:
+                best = v
+                bj = j
+                bk = k
+        if j == 0:
+            prefix = theta[st + yj] + theta[u + yj]
+        else:
+            prefix += theta[tr + y[o + j - 1] * K + yj] + theta[u + yj]
+    for t in range(bj):
+        y2[o2 + t] = y[o + t]
+    k = bk
+    y2[o2 + bj] = k
+    for t in range(bj, L - 1):
+        k = bpb[t, k]
+        y2[o2 + t + 1] = k
+
+
+@njit(cache=True, nogil=True)
 def second_best_batch(theta, y, part_off, tok_off, K):
     """Best tag sequence different from the given ``y`` (not necessarily MAP).
 
@@ -585,42 +625,137 @@ def second_best_batch(theta, y, part_off, tok_off, K):
     if K < 2:
         return y2, exists
     for i in range(n):
+        o = tok_off[i]
+        _second_best_into(theta, part_off[i], tok_off[i + 1] - o, K, y, o, y2, o)
+        exists[i] = True
+    return y2, exists
+
+
+@njit(cache=True, nogil=True)
+def approx_slack_batch(theta, theta_or, y, part_off, tok_off, K, n_search, epsilon):
+    """The approximate slack-scaling violator of every sequence (Sarawagi &
+    Gupta 2008, Sec. 3) with the Hamming cost, in one call.
+
+    The search of :meth:`structlearn.structures.base.Structure.approx_slack_violator`
+    (the reference, written with the structure's batched oracles), run per
+    sequence: ``F(lambda)`` is evaluated by the best sequence different
+    from ``y`` at the cost-augmented scores ``theta_or + lambda [k != y_t]``
+    (``theta_or``: the scores the oracles see, ``theta`` plus the
+    constraints' offsets), each candidate scored with ``theta``; the
+    interval is ``[epsilon / L, lambda_u]`` (``L`` the length, the largest
+    cost; the smallest cost gap is 1), searched by golden section with
+    ``n_search`` evaluations in all.  Returns per token the tags of the
+    labeling with the largest slack hinge met (``y`` where none is
+    positive).
+    """
+    n = tok_off.shape[0] - 1
+    best_y = y.copy()
+    if K < 2:
+        return best_y
+    ratio = (np.sqrt(5.0) - 1.0) / 2.0
+    Lmax_all = 0
+    for i in range(n):
+        Lmax_all = max(Lmax_all, tok_off[i + 1] - tok_off[i])
+    cand = np.empty(Lmax_all, dtype=np.int64)
+    ymap = np.empty(Lmax_all, dtype=np.int64)
+    for i in range(n):
         base = part_off[i]
         o = tok_off[i]
         L = tok_off[i + 1] - o
-        tr = base + L * K
-        st = tr + K * K
-        gamma, bpb = _backward_max(theta, base, L, K)
-        best = NEG_INF
-        bj = -1
-        bk = -1
-        prefix = 0.0  # score of y[:j] (start and transitions inside it)
-        for j in range(L):
-            yj = y[o + j]
-            u = base + j * K
+        p = part_off[i + 1] - base
+        aug = theta_or[base:base + p].copy()
+        s_true = _score_seq(theta, base, L, K, y, o)
+        # the state of the search: the best slack hinge met and its labeling
+        best_g = 0.0
+        L_max = float(L)
+        lam_l = epsilon / L_max
+        _viterbi_into(theta_or, base, L, K, ymap, 0)
+        s_map = _score_seq(theta, base, L, K, ymap, 0)
+        # evaluate(lam) -> (s, L) of the candidate, updating the best
+        lam = lam_l
+        for t in range(L):
             for k in range(K):
-                if k == yj:
-                    continue
-                if j == 0:
-                    v = theta[st + k]
-                else:
-                    v = prefix + theta[tr + y[o + j - 1] * K + k]
-                v += theta[u + k] + gamma[j, k]
-                if v > best or bj < 0:
-                    best = v
-                    bj = j
-                    bk = k
-            if j == 0:
-                prefix = theta[st + yj] + theta[u + yj]
+                aug[t * K + k] = theta_or[base + t * K + k] + (lam if k != y[o + t] else 0.0)
+        _second_best_into(aug, 0, L, K, y, o, cand, 0)
+        s = _score_seq(theta, base, L, K, cand, 0)
+        Lc = 0.0
+        for t in range(L):
+            if cand[t] != y[o + t]:
+                Lc += 1.0
+        g = Lc * (1.0 - s_true + s)
+        if g > best_g:
+            best_g = g
+            best_y[o:o + L] = cand[:L]
+        xi = best_g
+        lam_u = max((s_map - s_true + 1.0 - xi / L_max) / 1.0, lam_l)
+        lam = lam_u
+        for t in range(L):
+            for k in range(K):
+                aug[t * K + k] = theta_or[base + t * K + k] + (lam if k != y[o + t] else 0.0)
+        _second_best_into(aug, 0, L, K, y, o, cand, 0)
+        s = _score_seq(theta, base, L, K, cand, 0)
+        Lc = 0.0
+        for t in range(L):
+            if cand[t] != y[o + t]:
+                Lc += 1.0
+        g = Lc * (1.0 - s_true + s)
+        if g > best_g:
+            best_g = g
+            best_y[o:o + L] = cand[:L]
+        xi = best_g
+        a = lam_l
+        b = lam_u
+        x1 = b - ratio * (b - a)
+        x2 = a + ratio * (b - a)
+        f1 = 0.0
+        f2 = 0.0
+        for e in range(n_search):
+            # evaluations 0, 1: x1, x2; then one new point per step
+            if e == 0:
+                lam = x1
+            elif e == 1:
+                lam = x2
             else:
-                prefix += theta[tr + y[o + j - 1] * K + yj] + theta[u + yj]
-        exists[i] = True
-        k = bk
-        y2[o + bj] = k
-        for t in range(bj, L - 1):
-            k = bpb[t, k]
-            y2[o + t + 1] = k
-    return y2, exists
+                left = f1 <= f2
+                if left:
+                    b = x2
+                    x2n = x1
+                    x1n = b - ratio * (b - a)
+                    lam = x1n
+                else:
+                    a = x1
+                    x2n = a + ratio * (b - a)
+                    x1n = x2
+                    lam = x2n
+            for t in range(L):
+                for k in range(K):
+                    aug[t * K + k] = (theta_or[base + t * K + k]
+                                      + (lam if k != y[o + t] else 0.0))
+            _second_best_into(aug, 0, L, K, y, o, cand, 0)
+            s = _score_seq(theta, base, L, K, cand, 0)
+            Lc = 0.0
+            for t in range(L):
+                if cand[t] != y[o + t]:
+                    Lc += 1.0
+            g = Lc * (1.0 - s_true + s)
+            if g > best_g:
+                best_g = g
+                best_y[o:o + L] = cand[:L]
+            f = s + lam * Lc - 2.0 * np.sqrt(xi * lam)
+            if e == 0:
+                f1 = f
+            elif e == 1:
+                f2 = f
+            else:
+                if left:
+                    f2 = f1
+                    f1 = f
+                else:
+                    f1 = f2
+                    f2 = f
+                x1 = x1n
+                x2 = x2n
+    return best_y
 
 
 @njit(cache=True, nogil=True)

@@ -219,6 +219,71 @@ class Structure:
             best[same] = self._runner_up(theta[same], best[same])
         return best
 
+    def approx_slack_violator(self, theta, y, n_search=12, epsilon=1e-3):
+        """The approximate slack-scaling violator (Sarawagi & Gupta 2008,
+        Sec. 3; the choices are in :class:`structlearn.losses.Hinge`): the
+        encodings of the labelings with the largest slack hinge met by a
+        golden-section search over ``lambda`` with ``n_search`` evaluations
+        of the cost-augmented top-2 oracle (:meth:`second_best`), on
+        ``[epsilon / L_max, lambda_u]``; ``phi(y)`` where none is violated.
+
+        Written with the batched oracles, for every structure; chains
+        override it with one Numba kernel (this is the reference their test
+        compares it with).
+        """
+        structure = self
+        phi = structure.encode(y)
+        n = structure.n_samples(theta)
+        c = structure.cost_vector(phi)
+        s_true = structure.dot(theta, phi)
+        L_max, L_eps = structure.cost_bounds()
+        # L_max = 0: a single structure (e.g. one label to rank), nothing is
+        # violated; any positive bound keeps the search below free of 0/0
+        L_max = np.where(np.asarray(L_max, dtype=float) > 0, L_max, 1.0)
+
+        best_phi = phi.copy()
+        best_g = np.zeros(n)
+
+        def evaluate(lam):
+            cand = structure.encode(
+                structure.second_best(theta + structure.per_sample(lam) * c, y))
+            s = structure.dot(theta, cand)
+            L = structure.dot(cand - phi, c)
+            g = L * (1.0 - s_true + s)
+            better = g > best_g
+            best_phi[...] = np.where(structure.per_sample(better), cand, best_phi)
+            best_g[better] = g[better]
+            return s, L
+
+        lam_l = np.broadcast_to(epsilon / np.asarray(L_max, dtype=float), (n,)).copy()
+        s_map = structure.dot(theta, structure.encode(structure.argmax(theta)))
+        evaluate(lam_l)
+        xi = best_g.copy()
+        lam_u = np.maximum((s_map - s_true + 1.0 - xi / L_max) / L_eps, lam_l)
+        evaluate(lam_u)
+        xi = best_g.copy()
+
+        def F(lam):
+            s, L = evaluate(lam)
+            return s + lam * L - 2.0 * np.sqrt(xi * lam)
+
+        # golden-section search for min F on [lam_l, lam_u], per sample
+        ratio = (np.sqrt(5.0) - 1.0) / 2.0
+        a, b = lam_l, lam_u
+        x1 = b - ratio * (b - a)
+        x2 = a + ratio * (b - a)
+        f1, f2 = F(x1), F(x2)
+        for _ in range(n_search - 2):
+            left = f1 <= f2
+            a = np.where(left, a, x1)
+            b = np.where(left, x2, b)
+            x2_new = np.where(left, x1, a + ratio * (b - a))
+            x1_new = np.where(left, b - ratio * (b - a), x2)
+            f_new = F(np.where(left, x1_new, x2_new))
+            f1, f2 = np.where(left, f_new, f2), np.where(left, f1, f_new)
+            x1, x2 = x1_new, x2_new
+        return best_phi
+
     def _runner_up(self, theta, best):
         """Second-best structures of rows whose MAP is ``best``."""
         raise NotImplementedError

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..kernels.chain import (
     FORBIDDEN,
+    approx_slack_batch,
     chain_block_params,
     chain_offsets,
     chain_encode_codes,
@@ -244,6 +245,16 @@ class Chain(RaggedStructure):
         y2, _ = second_best_batch(self._theta(theta), self._y(y), self.part_off,
                                   self.tok_off, self.n_tags)
         return y2
+
+    def approx_slack_violator(self, theta, y, n_search=12, epsilon=1e-3):
+        """The approximate slack-scaling search of
+        :meth:`Structure.approx_slack_violator` (the reference it is tested
+        against) in one Numba call over the batch
+        (:func:`structlearn.kernels.chain.approx_slack_batch`)."""
+        raw = np.ascontiguousarray(super()._theta(theta))
+        tags = approx_slack_batch(raw, self._theta(raw), self._y(y), self.part_off,
+                                  self.tok_off, self.n_tags, int(n_search), float(epsilon))
+        return self.encode(tags)
 
     def poslearn_value_and_grad(self, theta, y):
         """PosLearn with the Hamming cost: one violator per token, from

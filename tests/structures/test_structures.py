@@ -752,3 +752,37 @@ def test_calibrated_decode_minimises_expected_cost(case):
     j = case.index(S.calibrated_decode(mu), n)
     expected = Q @ case.C.T  # expected[i, a] = sum_y q_y L(labels[a], y)
     np.testing.assert_allclose(expected[np.arange(n), j], expected.min(axis=1), atol=1e-9)
+
+
+@pytest.mark.parametrize("constrained", [False, True])
+def test_chain_approx_slack_kernel_equals_the_generic_search(constrained):
+    # the Numba search of chains against the generic search over the
+    # structure's batched oracles (Structure.approx_slack_violator)
+    from structlearn.structures import Chain
+    from structlearn.structures.base import Structure
+    rng = np.random.default_rng(3)
+    K = 3
+    lengths = rng.integers(1, 15, size=200)
+    tok_off = np.concatenate(([0], np.cumsum(lengths)))
+    allowed = None
+    if constrained:
+        trans = rng.random((K, K)) > 0.3
+        np.fill_diagonal(trans, True)
+        allowed = (trans, np.ones(K, bool), np.ones(K, bool))
+    ch = Chain(K, tok_off, allowed=allowed)
+    searched = 0
+    for scale in (0.3, 1.0, 3.0):
+        theta = scale * rng.normal(size=ch.n_parts)
+        y = ch.argmax(rng.normal(size=ch.n_parts))   # feasible targets
+        if not constrained:
+            flip = rng.random(len(y)) < 0.3
+            y[flip] = rng.integers(0, K, flip.sum())
+        theta[ch.unary_mask] += np.eye(K)[y].ravel()   # the truth scores well
+        for n_search, eps in ((12, 1e-3), (3, 1e-2)):
+            got = ch.approx_slack_violator(theta, y, n_search, eps)
+            ref = Structure.approx_slack_violator(ch, theta, y, n_search, eps)
+            np.testing.assert_array_equal(got, ref)
+        # the golden-section steps matter on these instances
+        short = Structure.approx_slack_violator(ch, theta, y, 2, 1e-3)
+        searched += int(np.any(short != ch.approx_slack_violator(theta, y, 12, 1e-3)))
+    assert searched > 0
