@@ -148,12 +148,20 @@ class Birkhoff(Structure):
     semismooth Newton steps; KL by Sinkhorn with Newton steps), the row-stochastic
     superset (row-wise simplex projection / softmax) and the unit cube.
 
+    SparseMAP penalises every part, so its marginals are the Euclidean
+    projection onto the polytope, computed by the dual method (the active
+    set still gives :meth:`sparsemap_support`'s distributions).
+
     PosLearn positions are the labels (``L_j = 1`` for any wrong rank): the
     violator of label ``j`` is the MAP if it misplaces ``j``, otherwise the
     assignment with entry ``(j, y_j)`` forbidden (Sarawagi & Gupta's
     ``n``-MAP-calls scheme).
     """
 
+    #: every part is penalised, so SparseMAP is the Euclidean projection:
+    #: the dual method, not the active set (whose KKT system grows with the
+    #: support, up to k^2 vertices: 7x slower fits at k = 16)
+    sparsemap_by_projection = True
     name = "Birkhoff polytope"
     marginal_set = "birkhoff"
     projection_sets = {"birkhoff": ("euclidean", "kl"),

@@ -786,3 +786,18 @@ def test_chain_approx_slack_kernel_equals_the_generic_search(constrained):
         short = Structure.approx_slack_violator(ch, theta, y, 2, 1e-3)
         searched += int(np.any(short != ch.approx_slack_violator(theta, y, 12, 1e-3)))
     assert searched > 0
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 8, 12])
+def test_birkhoff_sparsemap_by_projection_equals_the_active_set(k):
+    # Birkhoff SparseMAP is computed by the Euclidean projection; the
+    # generic active set (the previous path) is the reference
+    from structlearn.kernels.sparsemap import sparsemap_active_set_batch
+    from structlearn.structures import Birkhoff
+    st = Birkhoff(k)
+    rng = np.random.default_rng(k)
+    for scale in (0.1, 1.0, 10.0):
+        theta = scale * rng.normal(size=(20, k * k))
+        ref = sparsemap_active_set_batch(theta, k * k, st._oracle(), st._oracle_params(),
+                                         1000, 1e-9)
+        np.testing.assert_allclose(st.sparsemap(theta), ref, atol=1e-7)
