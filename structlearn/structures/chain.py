@@ -19,6 +19,7 @@ from ..kernels.chain import (
     slack_violator_batch,
     viterbi_batch,
 )
+from ..kernels.chain_split import sparsemap_chain_split_batch
 from ..kernels.linear import (
     chain_part_offsets,
     chain_transition_upper,
@@ -26,6 +27,14 @@ from ..kernels.linear import (
     chain_unary_view,
 )
 from .base import RaggedStructure
+
+#: Sequences at least this long are solved by certified splitting in
+#: SparseMAP (:mod:`structlearn.kernels.chain_split`); shorter ones by the
+#: warm-started active set on the whole sequence.
+SPLIT_MIN_LENGTH = 128
+#: The max-marginal gap (best tag over the second best) at which a position
+#: is guessed certain; the certificate makes the result independent of it.
+SPLIT_MIN_GAP = 2.0
 
 class Chain(RaggedStructure):
     """A batch of linear chains over ``n_tags`` tags.
@@ -283,6 +292,47 @@ class Chain(RaggedStructure):
         return self._marginal_projection(theta)
 
     # ---------------------------------------------------------- SparseMAP
+    def sparsemap(self, theta, max_iter=1000, tol=1e-9):
+        """SparseMAP marginals of every sequence.  Sequences of at least
+        ``SPLIT_MIN_LENGTH`` tokens are split at the positions whose
+        solution is integral, the pieces solved apart and the join
+        certified by the whole chain's Frank-Wolfe gap
+        (:mod:`structlearn.kernels.chain_split`: linear in the length where
+        the solution is certain at regular intervals); the others by the
+        (warm-started) active set of :class:`RaggedStructure`."""
+        long = self.lengths >= SPLIT_MIN_LENGTH
+        if not long.any():
+            return super().sparsemap(theta, max_iter, tol)
+        theta = self._theta(theta)
+        oracle, _ = self._oracles()
+        if long.all():
+            return sparsemap_chain_split_batch(theta, self.part_off, self.tok_off,
+                                               self.n_tags, oracle, int(max_iter),
+                                               float(tol), SPLIT_MIN_GAP)
+        # the long sequences apart; the short ones as a batch of their own
+        # (its warm cache under its own key: the split is the same at every
+        # call on the same batch)
+        short = np.flatnonzero(~long)
+        parts = self._block_index(short)
+        sub = Chain(self.n_tags, np.concatenate(([0], np.cumsum(self.lengths[short]))),
+                    warm_cache=self.warm_cache)
+        mu = np.empty_like(theta)
+        mu[parts] = sub._active_set(theta[parts], sub.n_unary, max_iter, tol,
+                                    key="sparsemap-short")
+        lng = np.flatnonzero(long)
+        lparts = self._block_index(lng)
+        ltok = np.concatenate(([0], np.cumsum(self.lengths[lng])))
+        mu[lparts] = sparsemap_chain_split_batch(
+            np.ascontiguousarray(theta[lparts]), chain_part_offsets(ltok, self.n_tags), ltok,
+            self.n_tags, oracle, int(max_iter), float(tol), SPLIT_MIN_GAP)
+        return mu
+
+    def _block_index(self, seqs):
+        """The flat part indices of the blocks of sequences ``seqs``."""
+        sizes = self.block_sizes[seqs]
+        ends = np.cumsum(sizes)
+        return np.repeat(self.part_off[seqs] - (ends - sizes), sizes) + np.arange(ends[-1])
+
     def _oracles(self):
         return chain_map, chain_encode_codes
 
