@@ -154,7 +154,10 @@ class Hinge(Loss):
         * 'margin': ``max_y' [s(y') + L(y', y)] - s(y)`` (cost-augmented MAP).
         * 'slack': ``max_y' L(y', y) [1 - s(y) + s(y')]_+`` by the structure's
           exact algorithm; structures without one raise a ValueError pointing
-          to 'approx-slack'.
+          to 'approx-slack'.  On a chain of ``L`` tokens and ``K`` tags the
+          exact algorithm is a dynamic program over the number of errors,
+          ``O(L^2 K^2)``: the one chain loss whose cost is not linear in the
+          length (we know of no exact linear algorithm; 'approx-slack' is).
         * 'approx-slack': the variational approximation of Sarawagi & Gupta
           (2008, Sec. 3) using only cost-augmented top-2 MAP calls.
     n_search : int, default=12
