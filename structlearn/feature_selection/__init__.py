@@ -78,9 +78,11 @@ from ._problem import (
     TemplateRestrictor,
 )
 from ._selector import GroupLassoSelector
+from ._stream import StreamedChainProblem
 
 __all__ = ["ArrayRestrictor", "DictRestrictor", "GroupLassoSelector", "SelectedSentences",
-           "SelectionProblem", "SequenceArrayRestrictor", "TemplateRestrictor"]
+           "SelectionProblem", "SequenceArrayRestrictor", "StreamedChainProblem",
+           "TemplateRestrictor"]
 
 # former names, still importable: the restrictors' private names (which
 # pickled selectors refer to) and the proximity operators, now in
