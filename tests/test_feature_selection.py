@@ -447,7 +447,7 @@ def test_online_prox_grad_checks_the_group_structure(atom_of, layers, match):
 
 
 # ------------------------------------------------------- streamed selection
-def _window_data(n=150, seed=3):
+def _window_data(n=150, seed=3, numeric=True):
     """Tagging data with window templates (as CoNLL chunking features):
     word and POS unigrams / bigrams around the token, a numeric and a
     boolean feature, and noise; tags depend on the POS."""
@@ -468,8 +468,9 @@ def _window_data(n=150, seed=3):
             seq.append({"w[0]": words[t], "w[-1]": at(words, t - 1), "w[1]": at(words, t + 1),
                         "pos[0]": pos[t], "pos[-1]": at(pos, t - 1),
                         "pos[-1,0]": at(pos, t - 1) + "|" + pos[t],
-                        "len": float(len(words[t])), "first": t == 0,
                         "noise": f"n{rng.randint(30)}"})
+            if numeric:
+                seq[-1].update({"len": float(len(words[t])), "first": t == 0})
         X.append(seq)
         y.append(["B" if p == "D" else "I" if p in "NX" else "O" for p in pos])
     return X, y
@@ -516,14 +517,15 @@ def _streamed_vs_materialised_weights(X, y, budget, K, loss, tagger):
     return mat, streamed, z[S:], w.dense, hist_m, hist_s
 
 
-@pytest.mark.parametrize("loss, budget, K, tagger", [
-    ("perceptron", 3, 40, SequenceTagger()),
-    ("perceptron", 5, 25, SequenceTagger(feature_support="all")),
-    ("hinge", 4, 30, SequenceTagger(fit_intercept=False)),
-    ("perceptron", 2, 50, SequenceTagger(transitions=False)),
+@pytest.mark.parametrize("loss, budget, K, tagger, numeric", [
+    ("perceptron", 3, 40, SequenceTagger(), True),
+    ("perceptron", 3, 40, SequenceTagger(), False),    # str values only: the fast scan
+    ("perceptron", 5, 25, SequenceTagger(feature_support="all"), True),
+    ("hinge", 4, 30, SequenceTagger(fit_intercept=False), False),
+    ("perceptron", 2, 50, SequenceTagger(transitions=False), True),
 ])
-def test_streamed_selection_takes_the_materialised_steps(loss, budget, K, tagger):
-    X, y = _window_data()
+def test_streamed_selection_takes_the_materialised_steps(loss, budget, K, tagger, numeric):
+    X, y = _window_data(numeric=numeric)
     mat, streamed, tail_m, tail_s, hist_m, hist_s = _streamed_vs_materialised_weights(
         X, y, budget, K, get_loss(loss), tagger)
     assert len(mat) > 20
@@ -534,8 +536,9 @@ def test_streamed_selection_takes_the_materialised_steps(loss, budget, K, tagger
     assert [h[:2] for h in hist_s] == [h[:2] for h in hist_m]
 
 
-def test_streamed_selector_selects_the_same_templates():
-    X, y = _window_data(120, seed=5)
+@pytest.mark.parametrize("numeric", [True, False])
+def test_streamed_selector_selects_the_same_templates(numeric):
+    X, y = _window_data(120, seed=5, numeric=numeric)
     for kw in (dict(budget=3, K=30), dict(budget=5, K=40, loss="hinge"),
                dict(penalty="coarse-to-fine", order=[("pos[0]", "pos[-1,0]"),
                                                      ("w[0]", "w[1]")], budget=4, K=30)):

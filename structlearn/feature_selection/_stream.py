@@ -2,6 +2,8 @@
 hundred sequences at a time, hashed on the fly (Martins et al. 2011's
 point that a feature needs no weight until it fires)."""
 
+from itertools import chain
+
 import numpy as np
 
 from ..feature_extraction._dicts import _NUM, _by_template, _PairTable, _scan
@@ -86,6 +88,41 @@ class StreamedChainProblem:
     def _extract(self, seqs, grow):
         """The hashed features of ``seqs`` (:class:`_Batch`); with ``grow``
         new templates get ids (the counting pass)."""
+        tokens = list(chain.from_iterable(seqs))
+        if set(map(type, tokens)) <= {dict}:
+            keys = set(chain.from_iterable(tokens))
+            values = set(map(type, chain.from_iterable(map(dict.values, tokens))))
+            if values <= {str} and set(map(type, keys)) <= {str}:
+                return self._extract_str(seqs, tokens, keys, grow)
+        return self._extract_any(seqs, grow)
+
+    def _extract_str(self, seqs, tokens, keys, grow):
+        """:meth:`_extract` when every value is a str: the feature of the
+        item ``k: v`` is the pair ``(k, v)`` with value 1 (the vectorizer's
+        rule for a str), hashed at C speed without a table of pairs."""
+        tid = self._tid
+        new = keys.difference(tid)
+        if new and grow:
+            for k in sorted(new):
+                tid[k] = len(tid)
+        elif new:       # (not possible: the counting pass saw every key)
+            return self._extract_any(seqs, grow)
+        lens = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        n = int(lens.sum())
+        b = _Batch()
+        b.indptr = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+        b.efh = np.fromiter(map(hash, chain.from_iterable(map(dict.items, tokens))),
+                            dtype=np.int64, count=n)
+        b.etmpl = np.fromiter(map(tid.__getitem__, chain.from_iterable(tokens)),
+                              dtype=np.int64, count=n)
+        b.eval_ = np.empty(0)
+        b.tok_off = np.concatenate(([0], np.cumsum([len(x) for x in seqs]))).astype(np.int64)
+        return b
+
+    def _extract_any(self, seqs, grow):
+        """:meth:`_extract` for any feature dicts: the vectorizer's scan
+        (:func:`~structlearn.feature_extraction._dicts._scan`) on a table of
+        the pairs of these sequences only."""
         table = _PairTable(grow=True)
         codes, nz_pos, nz_val, indptr, tok_off = _scan(seqs, table)
         n_ids = len(table) + 1
@@ -211,16 +248,16 @@ class StreamedChainProblem:
         start, end = dense[K * K:K * K + K], dense[K * K + K:K * K + 2 * K]
         if self.fit_intercept:
             U += dense[K * K + 2 * K:]
-        chain = Chain(K, np.array([0, L], dtype=np.int64), None, allowed=self.allowed,
-                      label_sets=self.label_sets)
-        theta = chain_assemble_scores(U, trans, start, end, chain.tok_off, chain.part_off)
+        struct = Chain(K, np.array([0, L], dtype=np.int64), None, allowed=self.allowed,
+                       label_sets=self.label_sets)
+        theta = chain_assemble_scores(U, trans, start, end, struct.tok_off, struct.part_off)
         y = self.y[self.pos_off[i]:self.pos_off[i + 1]]
         if self.partial:
-            _, G = self.loss.partial_value_and_grad(theta, y, chain)
+            _, G = self.loss.partial_value_and_grad(theta, y, struct)
         else:
-            _, G = self.loss.value_and_grad(theta, y, chain)
+            _, G = self.loss.value_and_grad(theta, y, struct)
         GU, gtr, gst, gen = chain_reduce_grad(np.ascontiguousarray(G, dtype=np.float64),
-                                              chain.tok_off, chain.part_off, K)
+                                              struct.tok_off, struct.part_off, K)
         moved, w.n_rows = stream_step(indptr, b.efh, b.eval_, b.etmpl, GU, eta, w.keys,
                                       w.slot_row, w.W, w.row_fh, w.row_tmpl, w.n_rows,
                                       w.scale, w.sq, self.sup_ptr, self.sup_keys,
