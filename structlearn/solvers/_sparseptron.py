@@ -210,9 +210,8 @@ class HashedAtomWeights:
 
     def n_nonzero(self):
         """Number of non-zero weights (the model's memory footprint)."""
-        live = self.scale[self.row_tmpl[:self.n_rows]] != 0
-        return int(np.count_nonzero(self.W[:self.n_rows][live])) + \
-            int(np.count_nonzero(self.dense))
+        # every stored row is of a live atom (:meth:`scale_atoms` drops the others)
+        return int(np.count_nonzero(self.W[:self.n_rows])) + int(np.count_nonzero(self.dense))
 
     def rows(self):
         """``(feature hashes, atoms, theta)`` of the stored rows, ``theta``
