@@ -16,6 +16,10 @@ paper's protocol, 5 + 10 epochs against 15, is ``--full-epochs 15
 BCFW to a certified relative gap of 1e-3 at ``alpha = 2 / n``).  Reported: test F1, model size (weights), times, and the peak memory
 growth of the selection fit and of the full fit (each in a fresh process),
 plus the sparseptron's non-zero weights over time (Figure 2).
+``--memory-only`` measures just the peak memory of the full fit and of the
+materialised and streamed (``stream=True``) selections with ``B = 30``,
+each in a fresh process, and times the two selections side by side
+(``results/selection_conll2000_memory.{csv,md}``).
 
 ``--task ewt`` (the paper's Figure 3): UD English EWT parsing, 128 arc
 templates; the sparseptron selects ``B`` templates for several budgets, and
