@@ -70,7 +70,7 @@ Figure 2).
 **Streaming** (``stream=True``, template groups of a
 :class:`~structlearn.SequenceTagger` on feature dicts): the estimator's
 hook ``selection_stream(X, y, loss)`` returns a
-:class:`StreamedChainProblem`, which extracts the features of a few hundred
+:class:`~structlearn.feature_selection.StreamedChainProblem`, which extracts the features of a few hundred
 sequences at a time (the vectorizer's rules, each feature identified by a
 64-bit hash) and :func:`structlearn.solvers.online_prox_grad_streamed`
 keeps weights only for the features that fired in a live template -- the

@@ -35,7 +35,7 @@ class StreamedChainProblem:
     features extracted as the steps need them.
 
     The features are those of :class:`~structlearn.feature_extraction.TokenVectorizer`
-    (the same scan of the dicts, :func:`structlearn.feature_extraction._dicts._scan`,
+    (the same scan of the dicts, ``feature_extraction._dicts._scan``,
     run on :data:`CHUNK_SEQUENCES` sequences at a time), each identified by
     the 64-bit hash of its ``(template, inner key)`` pair instead of a
     vocabulary column; a feature's weights are ``HashedAtomWeights`` rows,
@@ -53,7 +53,7 @@ class StreamedChainProblem:
         tok_off[i]``).
     y : int64 array
         Flat label codes of their tokens (< 0: partial, see
-        :func:`structlearn.estimators._tagging.label_codes`).
+        ``estimators._tagging.label_codes``).
     tok_off : int64 array
     n_labels : int
     loss : Loss
@@ -121,7 +121,7 @@ class StreamedChainProblem:
 
     def _extract_any(self, seqs, grow):
         """:meth:`_extract` for any feature dicts: the vectorizer's scan
-        (:func:`~structlearn.feature_extraction._dicts._scan`) on a table of
+        (``feature_extraction._dicts._scan``) on a table of
         the pairs of these sequences only."""
         table = _PairTable(grow=True)
         codes, nz_pos, nz_val, indptr, tok_off = _scan(seqs, table)
@@ -170,7 +170,7 @@ class StreamedChainProblem:
         ``sup_keys``; with ``observed=False``, of its features) and its
         number of weights (``template_sizes``).
 
-        Raises :class:`NotStreamable` when two distinct features could
+        Raises ``NotStreamable`` when two distinct features could
         share a name (nested dict values, or a key ``"a=b"`` beside a key
         ``"a"``), which the vectorizer merges into one column."""
         parts = {}

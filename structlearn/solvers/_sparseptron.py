@@ -145,7 +145,7 @@ class HashedAtomWeights:
     Feature ``f`` (a 64-bit hash, the caller's) of atom ``a`` owns one row
     of ``W`` (its weights for every label), found through an
     open-addressing index; rows are created by the gradient steps
-    (:func:`structlearn.kernels.selection.stream_step`) and the rows of a
+    (``kernels.selection.stream_step``) and the rows of a
     deleted atom are dropped right after the proximal step that deleted it,
     so the memory follows the live weights (the paper's Figure 2) rather
     than the number of features.  ``dense`` holds the ``n_dense``
@@ -439,7 +439,8 @@ def online_prox_grad_streamed(problem, layers, n_epochs=5, K=1000, eta0=1.0,
     """:func:`online_prox_grad` on a problem whose features are extracted
     from the raw examples as the steps need them (a *streamed* problem,
     e.g. :class:`structlearn.feature_selection.StreamedChainProblem`):
-    the weights are a :class:`HashedAtomWeights`, one atom per template,
+    the weights are a
+    :class:`~structlearn.solvers.HashedAtomWeights`, one atom per template,
     holding only the features that got a non-zero update while their
     template was alive.  The same algorithm, the same example order for
     the same ``random_state`` and the same choices (see
