@@ -16,6 +16,10 @@ paper's protocol, 5 + 10 epochs against 15, is ``--full-epochs 15
 BCFW to a certified relative gap of 1e-3 at ``alpha = 2 / n``).  Reported: test F1, model size (weights), times, and the peak memory
 growth of the selection fit and of the full fit (each in a fresh process),
 plus the sparseptron's non-zero weights over time (Figure 2).
+``--memory-only`` measures just the peak memory of the full fit and of the
+materialised and streamed (``stream=True``) selections with ``B = 30``,
+each in a fresh process, and times the two selections side by side
+(``results/selection_conll2000_memory.{csv,md}``).
 
 ``--task ewt`` (the paper's Figure 3): UD English EWT parsing, 128 arc
 templates; the sparseptron selects ``B`` templates for several budgets, and
@@ -95,18 +99,104 @@ def _trained(est):
     return dict(epochs=est.n_iter_, gap="" if gap is None else float(f"{gap:.2g}"))
 
 
-def selector(est, budget, K=1000):
-    return GroupLassoSelector(est, budget=budget, K=K, n_epochs=5, random_state=0)
+def selector(est, budget, K=1000, stream=False):
+    return GroupLassoSelector(est, budget=budget, K=K, n_epochs=5, random_state=0,
+                              stream=stream)
+
+
+def _memory_model(what, full_epochs):
+    """``full``, ``<B>`` (materialised selection) or ``s<B>`` (streamed)."""
+    if what == "full":
+        return full_tagger(full_epochs)
+    if what.startswith("s"):
+        return selector(SequenceTagger(), int(what[1:]), stream=True)
+    return selector(SequenceTagger(), int(what))
 
 
 def memory_child(what, n_train, full_epochs):
-    """Fit one model in this fresh process; print its peak-RSS growth."""
+    """Fit one model in this fresh process; print its peak-RSS growth.
+
+    A warm-up fit of the same model on 50 sentences first loads Numba's
+    kernels and LLVM (a one-off cost of the process, not of the fit)."""
     Xtr, ytr, _, _ = chunk_data(n_train)
+    quiet_fit(_memory_model(what, 1), Xtr[:50], ytr[:50])
     with peak_memory_growth() as mem:
-        est = full_tagger(full_epochs) if what == "full" else \
-            selector(SequenceTagger(), int(what))
-        quiet_fit(est, Xtr, ytr)
-    print(json.dumps({"what": what, **mem}))
+        t = quiet_fit(_memory_model(what, full_epochs), Xtr, ytr)
+    print(json.dumps({"what": what, **mem, "fit_s": round(t, 1)}))
+
+
+def memory_runs(args, whats):
+    """Peak-RSS growth of each model's fit, each in a fresh process."""
+    mem = {}
+    for what in whats:
+        cmd = [sys.executable, __file__, "--memory-child", what,
+               "--full-epochs", str(args.full_epochs)]
+        if args.n_train:
+            cmd += ["--n-train", str(args.n_train)]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        mem[what] = json.loads(out.strip().splitlines()[-1])
+        print(out.strip(), flush=True)
+    return mem
+
+
+def run_memory(args):
+    """``--memory-only``: peak memory of the full fit, the materialised and
+    the streamed template selection (B = 30), each in a fresh process, and
+    the two selections' fit times side by side in this process
+    (alternating, ``--repeat`` times each) with their selected templates."""
+    B = 30
+    mem = memory_runs(args, ["full", str(B), f"s{B}"])
+    Xtr, ytr, _, _ = chunk_data(args.n_train)
+    quiet_fit(selector(SequenceTagger(), B), Xtr[:50], ytr[:50])     # compile
+    quiet_fit(selector(SequenceTagger(), B, stream=True), Xtr[:50], ytr[:50])
+    times = {"materialised": [], "streamed": []}
+    chosen = {}
+    for r in range(args.repeat):
+        for how in (("materialised", "streamed") if r % 2 == 0 else
+                    ("streamed", "materialised")):
+            sel = selector(SequenceTagger(), B, stream=how == "streamed")
+            times[how].append(quiet_fit(sel, Xtr, ytr))
+            chosen[how] = list(sel.selected_groups_)
+            print(json.dumps({"selection": how, "fit_s": round(times[how][-1], 1)}),
+                  flush=True)
+    ratios = np.array(times["streamed"]) / np.array(times["materialised"])
+    same = chosen["streamed"] == chosen["materialised"]
+    print(f"streamed / materialised time: median {np.median(ratios):.2f} "
+          f"(min {ratios.min():.2f}, max {ratios.max():.2f}); same templates: {same}")
+    stem = out_stem(args, None if args.n_train else "selection_conll2000_memory")
+    if stem is None:
+        return
+    full = mem["full"]["peak_growth_mb"]
+    rows = [dict(fit=name, peak_growth_mb=mem[w]["peak_growth_mb"],
+                 pct_of_full=round(100 * mem[w]["peak_growth_mb"] / full, 1),
+                 fit_s_in_child=mem[w]["fit_s"])
+            for name, w in (("full model (hinge, %d epochs)" % args.full_epochs, "full"),
+                            (f"selection B = {B}, materialised", str(B)),
+                            (f"selection B = {B}, streamed", f"s{B}"))]
+    write_csv(f"{stem}.csv", rows)
+    opts = "" if args.n_train is None else f" --n-train {args.n_train}"
+    lines = ["# Template selection: peak memory, materialised vs streamed (CoNLL-2000)", "",
+             f"Command: `python benchmarks/bench_selection.py --task conll2000 "
+             f"--memory-only --repeat {args.repeat}{opts}`", "",
+             "Machine: " + ", ".join(f"{k} {v}" for k, v in machine_info().items()), "",
+             "Peak-RSS growth of the fit (VmHWM after the fit minus VmRSS before it; "
+             "the kernel's peak counter reset first), each fit in a fresh process "
+             "after a warm-up fit of the same model on 50 sentences (which loads "
+             "Numba's kernels and LLVM); the training data (feature dicts) are "
+             "loaded before and not counted.  The 'fit (s)' of these runs is one "
+             "noisy time each.", "",
+             md_table(["fit", "peak memory growth (MB)", "% of full", "fit (s)"],
+                      [[r["fit"], r["peak_growth_mb"], r["pct_of_full"],
+                        r["fit_s_in_child"]] for r in rows]), "",
+             f"Selection fit time, streamed / materialised, measured side by side in "
+             f"one process ({args.repeat} fits each, alternating): median "
+             f"{np.median(ratios):.2f} (min {ratios.min():.2f}, max {ratios.max():.2f}); "
+             f"materialised {np.median(times['materialised']):.1f} s, streamed "
+             f"{np.median(times['streamed']):.1f} s (medians).", "",
+             f"Same selected templates: {'yes' if same else 'NO'} "
+             f"({len(chosen['streamed'])}: {' '.join(chosen['streamed'])}).", ""]
+    path = write_text(stem, "\n".join(lines))
+    print(f"wrote {path}")
 
 
 def run_chunking(args):
@@ -145,14 +235,8 @@ def run_chunking(args):
         print("  selected:", " ".join(sel.selected_groups_), flush=True)
     mem = {}
     if args.memory:
-        for what in ["full", "30"]:
-            cmd = [sys.executable, __file__, "--memory-child", what,
-                   "--full-epochs", str(args.full_epochs)]
-            if args.n_train:
-                cmd += ["--n-train", str(args.n_train)]
-            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-            mem[what] = json.loads(out.strip().splitlines()[-1])["peak_growth_mb"]
-            print(out.strip(), flush=True)
+        mem = {w: r["peak_growth_mb"]
+               for w, r in memory_runs(args, ["full", "30", "s30"]).items()}
     default = (args.full_epochs, args.refit_epochs) == (20, 20) and not args.bcfw
     suffix = ("_bcfw" if args.bcfw else "" if default
               else f"_full{args.full_epochs}_refit{args.refit_epochs}")
@@ -180,9 +264,11 @@ def write_chunking_report(args, rows, traces, mem, stem):
                         r["epochs"], r["gap"]]
                        for r in rows]), ""]
     if mem:
-        lines += [f"Peak memory growth of the fit (fresh process): full model "
-                  f"{mem['full']} MB, sparseptron selection with B = 30 {mem['30']} MB "
-                  f"({100 * mem['30'] / mem['full']:.0f}% of the full fit).", ""]
+        lines += [f"Peak memory growth of the fit (fresh process, after a warm-up fit): "
+                  f"full model {mem['full']} MB, sparseptron selection with B = 30 "
+                  f"{mem['30']} MB ({100 * mem['30'] / mem['full']:.0f}% of the full "
+                  f"fit), streamed (``stream=True``) {mem['s30']} MB "
+                  f"({100 * mem['s30'] / mem['full']:.0f}%).", ""]
     lines += ["Non-zero weights of the sparseptron after each proximal step (the "
               "paper's Figure 2), every 5th step:", ""]
     for B, tr in traces.items():
@@ -617,7 +703,14 @@ def main(argv=None):
                     "to a certified relative gap of 1e-3 at alpha = 2 / n (the "
                     "CoNLL-2000 protocol of bench_sequence) instead of SGD epochs")
     ap.add_argument("--memory", action="store_true",
-                    help="also measure the peak memory of the full and B = 30 fits")
+                    help="also measure the peak memory of the full and B = 30 fits "
+                         "(materialised and streamed selection)")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="--task conll2000: only the peak memory of the full fit and of "
+                         "the materialised and streamed selections (B = 30), and the "
+                         "selections' times side by side")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="--memory-only: fits of each selection for the time ratio")
     ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     args = parse_args(ap, argv)
     paper = args.task == "conll2002"
@@ -627,6 +720,8 @@ def main(argv=None):
         args.refit_epochs = 10 if paper else 20
     if args.memory_child:
         memory_child(args.memory_child, args.n_train, args.full_epochs)
+    elif args.memory_only:
+        run_memory(args)
     elif args.task == "conll2000":
         run_chunking(args)
     elif args.task == "conll2002":

@@ -444,3 +444,150 @@ def test_online_prox_grad_checks_the_group_structure(atom_of, layers, match):
                                   np.full(pb.n_params - q * d_in, -1)])
     with pytest.raises(ValueError, match=match):
         online_prox_grad(pb, atom_of, layers, n_epochs=1, K=5)
+
+
+# ------------------------------------------------------- streamed selection
+def _window_data(n=150, seed=3, numeric=True):
+    """Tagging data with window templates (as CoNLL chunking features):
+    word and POS unigrams / bigrams around the token, a numeric and a
+    boolean feature, and noise; tags depend on the POS."""
+    rng = np.random.RandomState(seed)
+    vocab = [f"w{j}" for j in range(40)]
+    pos_of = {w: "DNVP"[j % 4] for j, w in enumerate(vocab)}
+    X, y = [], []
+    for _ in range(n):
+        L = rng.randint(1, 9)
+        words = list(rng.choice(vocab, size=L))
+        pos = [pos_of[w] if rng.rand() < 0.9 else "X" for w in words]
+
+        def at(a, t):
+            return a[t] if 0 <= t < L else "_"
+
+        seq = []
+        for t in range(L):
+            seq.append({"w[0]": words[t], "w[-1]": at(words, t - 1), "w[1]": at(words, t + 1),
+                        "pos[0]": pos[t], "pos[-1]": at(pos, t - 1),
+                        "pos[-1,0]": at(pos, t - 1) + "|" + pos[t],
+                        "noise": f"n{rng.randint(30)}"})
+            if numeric:
+                seq[-1].update({"len": float(len(words[t])), "first": t == 0})
+        X.append(seq)
+        y.append(["B" if p == "D" else "I" if p in "NX" else "O" for p in pos])
+    return X, y
+
+
+def _streamed_vs_materialised_weights(X, y, budget, K, loss, tagger):
+    """The weights of the streamed and of the materialised sparseptron (same
+    layers), as {(template, inner key, label): weight} and the dense tails."""
+    from structlearn.solvers import online_prox_grad_streamed
+
+    sp = tagger.selection_problem(X, y, loss)
+    st = tagger.selection_stream(X, y, loss)
+    names = list(sp.template_names)
+    assert st.template_names == names
+    pc = sp.param_column
+    atom_of = np.where(pc >= 0, sp.column_template[np.maximum(pc, 0)], -1)
+    sizes = np.bincount(atom_of[atom_of >= 0], minlength=len(names))
+    np.testing.assert_array_equal(st.template_sizes, sizes)
+    d = np.maximum(1.0, np.log2(np.maximum(sizes, 1)))
+    layers = [(np.arange(len(names)), d, budget)]
+    z, hist_m = online_prox_grad(sp.problem, atom_of, layers, 3, K, 1.0, 0)
+    w, hist_s = online_prox_grad_streamed(st, layers, 3, K, 1.0, 0)
+    # materialised: (column -> (template, inner key)) from the vectorizer's table
+    vec = sp.restrictor.vectorizer
+    pair_of = {}
+    for (k, s), j in vec._columns.items():
+        if j >= 0 and (type(s) is str or type(s) is tuple):
+            pair_of[j] = (k, s)
+    fmap = sp.problem.fmap
+    S = fmap.n_support
+    label = fmap.sup_label
+    mat = {}
+    for p in range(S):
+        if z[p] != 0:
+            k, s = pair_of[int(pc[p])]
+            mat[(k, s, int(label[p]))] = z[p]
+    fh, tmpl, theta = w.rows()
+    by_hash = {st.feature_hash(k, s): (k, s) for (k, s) in pair_of.values()}
+    streamed = {}
+    for h, row in zip(fh, theta):
+        k, s = by_hash[int(h)]
+        for lab in np.flatnonzero(row):
+            streamed[(k, s, int(lab))] = row[lab]
+    return mat, streamed, z[S:], w.dense, hist_m, hist_s
+
+
+@pytest.mark.parametrize("loss, budget, K, tagger, numeric", [
+    ("perceptron", 3, 40, SequenceTagger(), True),
+    ("perceptron", 3, 40, SequenceTagger(), False),    # str values only: the fast scan
+    ("perceptron", 5, 25, SequenceTagger(feature_support="all"), True),
+    ("hinge", 4, 30, SequenceTagger(fit_intercept=False), False),
+    ("perceptron", 2, 50, SequenceTagger(transitions=False), True),
+])
+def test_streamed_selection_takes_the_materialised_steps(loss, budget, K, tagger, numeric):
+    X, y = _window_data(numeric=numeric)
+    mat, streamed, tail_m, tail_s, hist_m, hist_s = _streamed_vs_materialised_weights(
+        X, y, budget, K, get_loss(loss), tagger)
+    assert len(mat) > 20
+    assert set(streamed) == set(mat)
+    for key, v in mat.items():
+        assert streamed[key] == pytest.approx(v, rel=1e-9, abs=1e-12), key
+    np.testing.assert_allclose(tail_s, tail_m, rtol=1e-9, atol=1e-12)
+    assert [h[:2] for h in hist_s] == [h[:2] for h in hist_m]
+
+
+@pytest.mark.parametrize("numeric", [True, False])
+def test_streamed_selector_selects_the_same_templates(numeric):
+    X, y = _window_data(120, seed=5, numeric=numeric)
+    for kw in (dict(budget=3, K=30), dict(budget=5, K=40, loss="hinge"),
+               dict(penalty="coarse-to-fine", order=[("pos[0]", "pos[-1,0]"),
+                                                     ("w[0]", "w[1]")], budget=4, K=30)):
+        a = GroupLassoSelector(SequenceTagger(), random_state=0, **kw).fit(X, y)
+        b = GroupLassoSelector(SequenceTagger(), random_state=0, stream=True, **kw).fit(X, y)
+        assert b.selected_groups_ == a.selected_groups_
+        assert b.group_names_ == a.group_names_
+        np.testing.assert_allclose(b.group_norms_, a.group_norms_, rtol=1e-9)
+        assert b.n_weights_selected_ == a.n_weights_selected_
+        assert [h[1] for h in b.history_] == [h[1] for h in a.history_]
+        assert b.transform(X) == a.transform(X)
+        assert b.support_ is None and b.coef_ is None
+        with pytest.raises(ValueError, match="stream=True"):
+            b.get_support()
+        with pytest.raises(ValueError, match="stream=True"):
+            b.get_feature_names_out()
+
+
+def test_streamed_selection_with_partial_labels_and_empty_sequences():
+    X, y = _window_data(80, seed=7)
+    X = X + [[]]
+    y = [list(s) for s in y] + [[]]
+    y[0][0] = None
+    y[1][-1] = {"B", "I"}
+    a = GroupLassoSelector(SequenceTagger(), budget=3, K=20, random_state=1).fit(X, y)
+    b = GroupLassoSelector(SequenceTagger(), budget=3, K=20, random_state=1,
+                           stream=True).fit(X, y)
+    assert b.selected_groups_ == a.selected_groups_
+    np.testing.assert_allclose(b.group_norms_, a.group_norms_, rtol=1e-9)
+
+
+def test_streamed_selection_refuses_what_it_cannot_stream():
+    X, y = _window_data(30)
+    with pytest.raises(ValueError, match="groups='template'"):
+        GroupLassoSelector(SequenceTagger(), groups="label", stream=True).fit(X, y)
+    with pytest.raises(ValueError, match="groups='template'"):
+        GroupLassoSelector(SequenceTagger(), penalty="l1", stream=True).fit(X, y)
+    nested = [[dict(tok, d={"a": "x"}) for tok in seq] for seq in X]
+    with pytest.raises(ValueError, match="cannot stream"):
+        GroupLassoSelector(SequenceTagger(), stream=True).fit(nested, y)
+    with pytest.raises(ValueError, match="cannot stream"):
+        GroupLassoSelector(SequenceTagger(min_freq=2), stream=True).fit(X, y)
+    arrays = [np.ones((len(s), 3)) for s in X]
+    with pytest.raises(ValueError, match="cannot stream"):
+        GroupLassoSelector(SequenceTagger(), stream=True).fit(arrays, y)
+    with pytest.raises(ValueError, match="stream must be"):
+        GroupLassoSelector(SequenceTagger(), stream="yes").fit(X, y)
+    bad = [list(s) for s in X]
+    bad[4] = list(bad[4])
+    bad[4][0] = dict(bad[4][0], w=None)
+    with pytest.raises(ValueError, match=r"sequence 4, position 0"):
+        GroupLassoSelector(SequenceTagger(), stream=True).fit(bad, y)

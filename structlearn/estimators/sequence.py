@@ -476,6 +476,70 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
                                 vec.template_names_, restrictor,
                                 column_names=lambda: list(vec.feature_names_out_))
 
+    def selection_stream(self, X, y, loss=None):
+        """The training problem on (X, y) with the features extracted as
+        they are needed: the streamed hook of feature selection.
+
+        :class:`~structlearn.feature_selection.GroupLassoSelector` (with
+        ``stream=True``) calls it instead of :meth:`selection_problem` to
+        select whole templates without building the vectorizer's
+        vocabulary, token matrix and weights (see
+        :class:`~structlearn.feature_selection.StreamedChainProblem`).
+
+        Returns
+        -------
+        StreamedChainProblem or None
+            Counted (its templates and support known); None when the
+            features of ``X`` cannot be streamed as the vectorizer would
+            extract them: arrays, ``n_features`` (hashing), ``min_freq >
+            1``, nested dict values, or a key ``"a=b"`` beside a key ``"a"``.
+        """
+        from ..feature_selection._stream import NotStreamable, StreamedChainProblem
+
+        loss = get_loss(self.loss if loss is None else loss)
+        if y is None:
+            raise ValueError("SequenceTagger requires y to be passed, but the target y "
+                             "is None.")
+        if not isinstance(self.transitions, (bool, np.bool_)):
+            raise TypeError(f"transitions must be True or False, got "
+                            f"{self.transitions!r}.")
+        if self.feature_support not in FEATURE_SUPPORTS:
+            raise ValueError(f"feature_support must be one of {FEATURE_SUPPORTS}, got "
+                             f"{self.feature_support!r}.")
+        kind = TokenVectorizer._input_type(X)
+        TokenVectorizer(min_freq=self.min_freq, n_features=self.n_features)._check_params()
+        if kind != "dict" or self.n_features is not None or self.min_freq != 1:
+            return None
+        y = _check_label_sequences(y, len(X), partial=True)
+        for i, (xs, ys) in enumerate(zip(X, y)):
+            if len(xs) != len(ys):
+                raise ValueError(f"sequence {i} has {len(xs)} tokens in X but {len(ys)} "
+                                 f"labels in y.")
+        y_int, sets, classes = label_codes(y)
+        K = len(classes)
+        tok_off = np.concatenate([[0], np.cumsum([len(s) for s in X])]).astype(np.int64)
+        keep, kept_off = _drop_empty(tok_off)
+        loss.check(Chain(K, [0, 1]))
+        allowed = allowed_transitions(self.constraints, classes)
+        self._check_feasible(Chain(K, kept_off, allowed=allowed, label_sets=sets), y_int,
+                             [s for s in y if len(s)], keep, allowed, "y")
+        problem = StreamedChainProblem([X[i] for i in keep], y_int, kept_off, K, loss, sets,
+                                       allowed, self.fit_intercept, self.transitions,
+                                       self.feature_support == "observed")
+        try:
+            problem.count()
+        except NotStreamable:
+            return None
+        except ValueError:
+            # a bad token: the full scan names its place in X
+            from ..feature_extraction._dicts import _PairTable, _scan
+            _scan(X, _PairTable(grow=True))
+            raise
+        if not problem.template_names:
+            raise ValueError("X contains no features (no token has a non-zero "
+                             "feature): nothing to learn.")
+        return problem
+
     def _make_support(self, indptr, indices, d, y_int, K):
         if self.feature_support == "all":
             sup_ptr = np.arange(0, (d + 1) * K, K, dtype=np.int64)

@@ -66,6 +66,16 @@ over the estimator's parameters (the features its vectorizer found,
 conjoined with the labels they were seen with); ``history_`` records how
 many are non-zero after every proximal step (the paper's memory footprint,
 Figure 2).
+
+**Streaming** (``stream=True``, template groups of a
+:class:`~structlearn.SequenceTagger` on feature dicts): the estimator's
+hook ``selection_stream(X, y, loss)`` returns a
+:class:`~structlearn.feature_selection.StreamedChainProblem`, which extracts the features of a few hundred
+sequences at a time (the vectorizer's rules, each feature identified by a
+64-bit hash) and :func:`structlearn.solvers.online_prox_grad_streamed`
+keeps weights only for the features that fired in a live template -- the
+same steps and selection as the materialised fit in a fraction of its
+memory (no vocabulary, token matrix or dense weights).
 """
 
 from .. import solvers as _solvers
@@ -78,9 +88,11 @@ from ._problem import (
     TemplateRestrictor,
 )
 from ._selector import GroupLassoSelector
+from ._stream import StreamedChainProblem
 
 __all__ = ["ArrayRestrictor", "DictRestrictor", "GroupLassoSelector", "SelectedSentences",
-           "SelectionProblem", "SequenceArrayRestrictor", "TemplateRestrictor"]
+           "SelectionProblem", "SequenceArrayRestrictor", "StreamedChainProblem",
+           "TemplateRestrictor"]
 
 # former names, still importable: the restrictors' private names (which
 # pickled selectors refer to) and the proximity operators, now in

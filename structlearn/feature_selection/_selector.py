@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_int
 from ..losses import get_loss
-from ..solvers import online_prox_grad
+from ..solvers import online_prox_grad, online_prox_grad_streamed
 from ._problem import (
     ArrayRestrictor,
     DictRestrictor,
@@ -153,6 +153,21 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
     eta0 : float, default=1.0
     random_state : int, RandomState or None
     verbose : int, default=0
+    stream : bool, default=False
+        Select templates without materialising the features: the
+        estimator's hook ``selection_stream(X, y, loss)`` (e.g.
+        :meth:`structlearn.SequenceTagger.selection_stream`, for feature
+        dicts) extracts and hashes the features of a few hundred sequences
+        at a time and the weights are kept only for the features that
+        fired in a live template
+        (:func:`~structlearn.solvers.online_prox_grad_streamed`): the same
+        algorithm and the same selection, in a fraction of the memory.
+        Needs ``groups='template'`` and ``penalty='group-lasso'`` or
+        ``'coarse-to-fine'``, and an input the hook can stream (a
+        ValueError says why not).  The streamed selector has no column
+        vocabulary: ``support_``, ``coef_`` and ``n_features_selected_``
+        are None, :meth:`get_support` and :meth:`get_feature_names_out`
+        raise; :meth:`transform` keeps the selected templates' keys.
 
     Attributes
     ----------
@@ -161,15 +176,16 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
         Names of the groups with a non-zero weight.
     group_norms_ : ndarray (n_groups,)
         ``||theta_m||_2`` of every group at the end.
-    support_ : ndarray of bool (n_columns,)
+    support_ : ndarray of bool (n_columns,) or None
         Columns (features) kept by :meth:`transform`: those of the selected
         groups; with ``'l1'`` and ``'sparse-group-lasso'``, those with a
         non-zero weight.
     n_features_selected_ : int
     n_weights_selected_ : int
         Non-zero weights of the selection model.
-    coef_ : ndarray (n_params,)
-        The selection model's weights (in the estimator's parameter layout).
+    coef_ : ndarray (n_params,) or None
+        The selection model's weights (in the estimator's parameter layout;
+        None with ``stream=True``).
     history_ : list of (t, n_nonzero_weights, thresholds)
         After each proximal step: examples seen, non-zero weights, and the
         threshold ``eta_t sigma_jt`` of each set of groups.
@@ -207,7 +223,8 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
 
     def __init__(self, estimator, budget=30, penalty="group-lasso", groups="template",
                  feature_budget=None, order=None, group_weights="log2", loss="perceptron",
-                 n_epochs=5, K=1000, eta0=1.0, random_state=None, verbose=0):
+                 n_epochs=5, K=1000, eta0=1.0, random_state=None, verbose=0,
+                 stream=False):
         self.estimator = estimator
         self.budget = budget
         self.penalty = penalty
@@ -221,6 +238,7 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
         self.eta0 = eta0
         self.random_state = random_state
         self.verbose = verbose
+        self.stream = stream
 
     # ---------------------------------------------------------- validation
     def _check_params(self):
@@ -295,6 +313,75 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
                              f"group ({len(sizes)}), got shape {w.shape}.")
         return w
 
+    def _template_layers(self, names, sizes, d):
+        """The layers of the group penalties whose atoms are the groups
+        ('group-lasso', 'coarse-to-fine'), ``sizes`` the weights per group."""
+        M = len(names)
+        if self.penalty == "group-lasso":
+            return [(np.arange(M), d, self.budget)]
+        closure, sets = _layers_of_order(names, self.order)
+        layers = []
+        for members in sets:
+            atom_group = np.full(M, -1, dtype=np.int64)
+            for k, a in enumerate(members):
+                atom_group[sorted(closure[a])] = k
+            # d of the union group G_a: from its size (or the given d_a)
+            union_sizes = np.array([sizes[sorted(closure[a])].sum() for a in members])
+            dk = self._group_weights(union_sizes) if isinstance(self.group_weights, str) \
+                else d[members]
+            bk = max(1, int(round(self.budget * len(members) / M)))
+            layers.append((atom_group, dk, bk))
+        return layers
+
+    def _fit_streamed(self, est, X, y, loss, t_start):
+        """:meth:`fit` with ``stream=True`` (see the class docstring)."""
+        if not (isinstance(self.groups, str) and self.groups == "template") or \
+                self.penalty not in ("group-lasso", "coarse-to-fine"):
+            raise ValueError("stream=True selects whole templates: it needs "
+                             "groups='template' and penalty='group-lasso' or "
+                             "'coarse-to-fine'.")
+        hook = getattr(est, "selection_stream", None)
+        problem = hook(X, y, loss) if callable(hook) else None
+        if problem is None:
+            raise ValueError(
+                f"stream=True: {type(est).__name__} cannot stream this input (streaming "
+                f"needs a SequenceTagger on feature dicts without nested dict values, "
+                f"with n_features=None and min_freq=1); use stream=False.")
+        names = list(problem.template_names)
+        M = len(names)
+        sizes = problem.template_sizes
+        d = self._group_weights(sizes)
+        layers = self._template_layers(names, sizes, d)
+        if self.verbose:
+            print(f"[GroupLassoSelector] streamed: {problem.n_samples} examples, "
+                  f"{int(sizes.sum())} weights, {M} groups, penalty={self.penalty}, "
+                  f"loss={loss}")
+        weights, history = online_prox_grad_streamed(problem, layers, self.n_epochs,
+                                                     self.K, float(self.eta0),
+                                                     self.random_state, self.verbose)
+        weights.refresh_norms()
+        gnorm = weights.norms()
+        selected = [names[m] for m in np.flatnonzero(gnorm > 0)]
+        self.group_names_ = names
+        self.group_norms_ = gnorm
+        self.selected_groups_ = selected
+        self.support_ = None
+        self.n_features_selected_ = None
+        self.n_weights_selected_ = weights.n_nonzero()
+        self.coef_ = None
+        self.history_ = history
+        self.n_groups_ = M
+        self._by_template = True
+        self._kept_templates = selected
+        self._restrictor = DictRestrictor(None)
+        for attr in ("n_features_in_", "feature_names_in_"):
+            self.__dict__.pop(attr, None)
+        if self.verbose:
+            print(f"[GroupLassoSelector] {len(selected)} of {M} groups, "
+                  f"{self.n_weights_selected_} non-zero weights "
+                  f"({time.perf_counter() - t_start:.1f}s)")
+        return self
+
     # ----------------------------------------------------------------- fit
     def fit(self, X, y):
         """Select groups on (X, y).
@@ -306,6 +393,10 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
         t_start = time.perf_counter()
         loss = self._check_params()
         est = clone(self.estimator)
+        if not isinstance(self.stream, (bool, np.bool_)):
+            raise ValueError(f"stream must be True or False, got {self.stream!r}.")
+        if self.stream:
+            return self._fit_streamed(est, X, y, loss, t_start)
         setup = est.selection_problem(X, y, loss)
         col_group, names, by_template = self._column_groups(setup)
         if isinstance(setup.restrictor, TemplateRestrictor) and (
@@ -321,23 +412,9 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
         d = self._group_weights(sizes)
         penalized = np.flatnonzero(param_group >= 0)
         # atoms: the finest sets of weights the groups are unions of
-        if self.penalty == "group-lasso":
+        if self.penalty in ("group-lasso", "coarse-to-fine"):
             atom_of = param_group
-            layers = [(np.arange(M), d, self.budget)]
-        elif self.penalty == "coarse-to-fine":
-            closure, sets = _layers_of_order(names, self.order)
-            atom_of = param_group
-            layers = []
-            for members in sets:
-                atom_group = np.full(M, -1, dtype=np.int64)
-                for k, a in enumerate(members):
-                    atom_group[sorted(closure[a])] = k
-                # d of the union group G_a: from its size (or the given d_a)
-                union_sizes = np.array([sizes[sorted(closure[a])].sum() for a in members])
-                dk = self._group_weights(union_sizes) if isinstance(self.group_weights, str) \
-                    else d[members]
-                bk = max(1, int(round(self.budget * len(members) / M)))
-                layers.append((atom_group, dk, bk))
+            layers = self._template_layers(names, sizes, d)
         else:   # single weights are the atoms
             atom_of = np.full(len(pc), -1, dtype=np.int64)
             atom_of[penalized] = np.arange(len(penalized))
@@ -393,6 +470,7 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
     def get_support(self, indices=False):
         """Mask (or indices) of the kept columns of the estimator's features."""
         check_is_fitted(self, "support_")
+        self._check_columns()
         return np.flatnonzero(self.support_) if indices else self.support_.copy()
 
     def transform(self, X):
@@ -441,6 +519,7 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
             ``selected_groups_``).
         """
         check_is_fitted(self, "support_")
+        self._check_columns()
         if _is_table(self._restrictor):
             names = _input_feature_names(self, input_features)
         elif input_features is not None:
@@ -461,6 +540,14 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
             raise ValueError(f"the estimator's input ({type(self._restrictor).__name__}) "
                              f"has no feature names; see support_ and selected_groups_.")
         return names[self.support_]
+
+    def _check_columns(self):
+        if self.support_ is None:
+            raise ValueError(
+                "this selector was fitted with stream=True, which keeps no column "
+                "vocabulary: it has no column mask or feature names; the kept "
+                f"templates are selected_groups_ ({len(self.selected_groups_)} of "
+                f"{self.n_groups_}).")
 
     def fit_transform(self, X, y=None, **fit_params):
         return self.fit(X, y).transform(X)

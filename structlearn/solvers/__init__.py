@@ -27,7 +27,9 @@ problems over flat ragged data).
   loss_i(z)`` plus group penalties given as arrays, whose sparsity pattern
   is the output (:class:`~structlearn.feature_selection.GroupLassoSelector`);
   with its proximity operators :func:`soft_threshold` and
-  :func:`group_soft_threshold`.
+  :func:`group_soft_threshold`; :func:`online_prox_grad_streamed` runs it
+  on a problem that extracts its features as the steps need them, with
+  the weights of the features that fired only (:class:`HashedAtomWeights`).
 
 One module per solver (``_lbfgs``, ``_owlqn``, ``_sgd``, ``_cutting_plane``,
 ``_bcfw``, ``_sparseptron``), the fixed-size problem in ``_problem``, the
@@ -44,10 +46,12 @@ from ._problem import LinearProblem, loss_value_and_grad, objective
 from ._protocol import DualProblem, Problem, SparseProblem
 from ._ragged import RaggedProblem
 from ._sgd import sgd
-from ._sparseptron import group_soft_threshold, online_prox_grad, soft_threshold
+from ._sparseptron import (HashedAtomWeights, group_soft_threshold, online_prox_grad,
+                           online_prox_grad_streamed, soft_threshold)
 from ._threads import blas_threads, n_workers, split_concat, thread_map
 
-__all__ = ["DualProblem", "DualState", "LinearProblem", "Problem", "RaggedProblem",
+__all__ = ["DualProblem", "DualState", "HashedAtomWeights", "LinearProblem", "Problem", "RaggedProblem",
            "SparseProblem", "bcfw", "blas_threads", "cutting_plane", "group_soft_threshold",
            "lbfgs", "loss_value_and_grad", "n_workers", "objective", "online_prox_grad",
+           "online_prox_grad_streamed",
            "owlqn", "pseudo_gradient", "sgd", "soft_threshold", "split_concat", "thread_map"]

@@ -15,9 +15,17 @@ import time
 
 import numpy as np
 
-from ..kernels.selection import atom_fold, atom_gather, atom_step
+from ..kernels.selection import (
+    atom_fold,
+    atom_gather,
+    atom_step,
+    stream_compact,
+    stream_index,
+    stream_sq_norms,
+)
 
-__all__ = ["group_soft_threshold", "online_prox_grad", "soft_threshold"]
+__all__ = ["HashedAtomWeights", "group_soft_threshold", "online_prox_grad",
+           "online_prox_grad_streamed", "soft_threshold"]
 
 
 # ------------------------------------------------------------ prox operators
@@ -125,6 +133,98 @@ class _AtomWeights:
     def n_nonzero(self):
         """Number of non-zero weights (the model's memory footprint)."""
         return int(np.count_nonzero(self.theta()))
+
+
+class HashedAtomWeights:
+    """Weights of features conjoined with ``n_labels`` labels, stored only
+    for the features that got a non-zero update while their atom was
+    alive: the streamed counterpart of the dense atom weights (same
+    ``(xi, c, ||xi||^2)`` representation per atom, same methods for the
+    proximal steps).
+
+    Feature ``f`` (a 64-bit hash, the caller's) of atom ``a`` owns one row
+    of ``W`` (its weights for every label), found through an
+    open-addressing index; rows are created by the gradient steps
+    (``kernels.selection.stream_step``) and the rows of a
+    deleted atom are dropped right after the proximal step that deleted it,
+    so the memory follows the live weights (the paper's Figure 2) rather
+    than the number of features.  ``dense`` holds the ``n_dense``
+    parameters of no atom (transitions, biases), never penalised.
+
+    Parameters
+    ----------
+    n_labels, n_atoms, n_dense : int
+    """
+
+    #: initial number of rows
+    MIN_ROWS = 1024
+
+    def __init__(self, n_labels, n_atoms, n_dense):
+        self.n_labels = int(n_labels)
+        self.n_atoms = int(n_atoms)
+        self.scale = np.ones(self.n_atoms)
+        self.sq = np.zeros(self.n_atoms)
+        self.dense = np.zeros(int(n_dense))
+        self.n_rows = 0
+        self._alloc(self.MIN_ROWS)
+
+    def _alloc(self, cap):
+        """Room for ``cap`` rows (keeping the current ones)."""
+        W = np.zeros((cap, self.n_labels))
+        row_fh = np.zeros(cap, dtype=np.int64)
+        row_tmpl = np.zeros(cap, dtype=np.int64)
+        n = self.n_rows
+        if n:
+            W[:n] = self.W[:n]
+            row_fh[:n] = self.row_fh[:n]
+            row_tmpl[:n] = self.row_tmpl[:n]
+        self.W, self.row_fh, self.row_tmpl = W, row_fh, row_tmpl
+        n_slots = 1 << int(np.ceil(np.log2(2 * cap)))   # load <= 1/2
+        self.keys = np.full(n_slots, -1, dtype=np.int64)
+        self.slot_row = np.zeros(n_slots, dtype=np.int64)
+        stream_index(self.keys, self.slot_row, self.row_fh, n)
+
+    def reserve(self, n_new):
+        """Make room for ``n_new`` more rows (a gradient step creates at
+        most one per feature entry of its example)."""
+        need = self.n_rows + int(n_new)
+        if need > len(self.row_fh):
+            self._alloc(max(need, 2 * len(self.row_fh)))
+
+    def norms(self):
+        """``||theta_a||`` of every atom."""
+        return np.abs(self.scale) * np.sqrt(np.maximum(self.sq, 0.0))
+
+    def scale_atoms(self, factors):
+        """Multiply atom ``a`` by ``factors[a]``; the rows of the atoms set to
+        0 are dropped (and the storage shrunk when mostly empty)."""
+        self.scale *= factors
+        self.n_rows = stream_compact(self.W, self.row_fh, self.row_tmpl, self.n_rows,
+                                     self.scale, self.sq, self.keys, self.slot_row, 1e-8)
+        if len(self.row_fh) > self.MIN_ROWS and 4 * self.n_rows < len(self.row_fh):
+            self._alloc(max(self.MIN_ROWS, 2 * self.n_rows))
+
+    def refresh_norms(self):
+        """Recompute ``||xi_a||^2`` exactly (rounding drift of the updates)."""
+        self.sq = stream_sq_norms(self.W, self.row_tmpl, self.n_rows, self.n_atoms)
+
+    def n_nonzero(self):
+        """Number of non-zero weights (the model's memory footprint)."""
+        # every stored row is of a live atom (:meth:`scale_atoms` drops the others)
+        return int(np.count_nonzero(self.W[:self.n_rows])) + int(np.count_nonzero(self.dense))
+
+    def rows(self):
+        """``(feature hashes, atoms, theta)`` of the stored rows, ``theta``
+        the (n_rows, n_labels) weights (scales applied)."""
+        n = self.n_rows
+        tmpl = self.row_tmpl[:n].copy()
+        return self.row_fh[:n].copy(), tmpl, self.W[:n] * self.scale[tmpl][:, None]
+
+    @property
+    def nbytes(self):
+        """Bytes of the storage (rows and index)."""
+        return sum(a.nbytes for a in (self.W, self.row_fh, self.row_tmpl, self.keys,
+                                      self.slot_row, self.scale, self.sq, self.dense))
 
 
 class _Layer:
@@ -281,27 +381,46 @@ def online_prox_grad(problem, atom_of, layers, n_epochs=5, K=1000, eta0=1.0,
         parameters, and the threshold of each layer (0: it kept every group).
     """
     weights, layers = _check_structure(problem, atom_of, layers)
-    rng = np.random.RandomState(random_state)
     n = problem.n_samples
     sparse = hasattr(problem, "sparse_value_and_grad") and hasattr(problem, "params_of")
     buf = np.zeros(problem.n_params)
+
+    def step(i, eta):
+        idx = np.array([i], dtype=np.int64)
+        if sparse:
+            weights.gather(problem.params_of(idx), buf)
+            _, cols, vals = problem.sparse_value_and_grad(buf, idx, 1.0)
+        else:
+            _, g = problem.value_and_grad(weights.theta(), idx)
+            cols = np.flatnonzero(g)
+            vals = g[cols]
+        return weights.step(cols, vals, eta)
+
+    history = _run(weights, layers, rng_order(n, n_epochs, random_state), step, K,
+                   eta0, verbose)
+    return weights.theta(), history
+
+
+def rng_order(n, n_epochs, random_state):
+    """Per epoch, the order of the ``n`` examples (a random permutation)."""
+    rng = np.random.RandomState(random_state)
+    for _ in range(n_epochs):
+        yield rng.permutation(n)
+
+
+def _run(weights, layers, orders, step, K, eta0, verbose):
+    """The loop of Algorithm 1: ``step(i, eta)`` per example in each
+    epoch's order, the layers' budget-driven proximal steps every ``K``
+    examples and once at the end; returns the history."""
     history = []
     t = 0
     t0 = time.perf_counter()
-    for epoch in range(1, n_epochs + 1):
+    for epoch, order in enumerate(orders, start=1):
         eta = eta0 / epoch
         n_moves = 0
-        for i in rng.permutation(n):
+        for i in order:
             t += 1
-            idx = np.array([i], dtype=np.int64)
-            if sparse:
-                weights.gather(problem.params_of(idx), buf)
-                _, cols, vals = problem.sparse_value_and_grad(buf, idx, 1.0)
-            else:
-                _, g = problem.value_and_grad(weights.theta(), idx)
-                cols = np.flatnonzero(g)
-                vals = g[cols]
-            n_moves += weights.step(cols, vals, eta)
+            n_moves += step(i, eta)
             if t % K == 0:
                 taus = [layer.budget_prox(weights) for layer in layers]
                 history.append((t, weights.n_nonzero(), taus))
@@ -312,4 +431,51 @@ def online_prox_grad(problem, atom_of, layers, n_epochs=5, K=1000, eta0=1.0,
                   f"({time.perf_counter() - t0:.1f}s)")
     taus = [layer.budget_prox(weights) for layer in layers]
     history.append((t, weights.n_nonzero(), taus))
-    return weights.theta(), history
+    return history
+
+
+def online_prox_grad_streamed(problem, layers, n_epochs=5, K=1000, eta0=1.0,
+                              random_state=None, verbose=0):
+    """:func:`online_prox_grad` on a problem whose features are extracted
+    from the raw examples as the steps need them (a *streamed* problem,
+    e.g. :class:`structlearn.feature_selection.StreamedChainProblem`):
+    the weights are a
+    :class:`~structlearn.solvers.HashedAtomWeights`, one atom per template,
+    holding only the features that got a non-zero update while their
+    template was alive.  The same algorithm, the same example order for
+    the same ``random_state`` and the same choices (see
+    :func:`online_prox_grad`).
+
+    Parameters
+    ----------
+    problem : streamed problem
+        Has ``n_samples``, ``n_atoms``, ``n_labels``, ``n_dense`` and
+        ``steps(orders, weights)``, which yields, for every example of the
+        orders in turn, a function ``step(eta)`` taking its gradient step
+        (and returning whether any weight moved).
+    layers : sequence of (atom_group, group_weights, budget)
+        As for :func:`online_prox_grad`, over the problem's atoms.
+    n_epochs, K, eta0, random_state, verbose
+        As for :func:`online_prox_grad`.
+
+    Returns
+    -------
+    weights : HashedAtomWeights
+    history : list of (t, n_nonzero, thresholds)
+    """
+    _, layers = _check_structure(_Sized(problem.n_atoms), np.arange(problem.n_atoms),
+                                 layers)
+    weights = HashedAtomWeights(problem.n_labels, problem.n_atoms, problem.n_dense)
+    n = problem.n_samples
+    steps = problem.steps(rng_order(n, n_epochs, random_state), weights)
+    orders = ([None] * n for _ in range(n_epochs))
+    history = _run(weights, layers, orders, lambda _, eta: next(steps)(eta), K, eta0,
+                   verbose)
+    return weights, history
+
+
+class _Sized:
+    """A stand-in problem of ``n_params`` parameters (for the checks)."""
+
+    def __init__(self, n_params):
+        self.n_params = n_params
