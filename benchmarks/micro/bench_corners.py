@@ -6,7 +6,7 @@
    the problem at small random weights: the training problem's
    ``value_and_grad(z, idx)``) and on the fixed-size structures (random
    scores of the right shape: ``loss.value_and_grad``); for chains also
-   the generic search (``Structure.approx_slack_violator``, the path
+   the generic search (``Structure.approx_slack_search``, the path
    before the Numba kernel);
 2. every chain loss on one long sequence: ``time(10 L) / (10 time(L))``
    with ``L = --length`` tokens of CoNLL-2000 test sentences joined into
@@ -43,7 +43,7 @@ from structlearn.estimators.sequence import chain_problem  # noqa: E402
 from structlearn.losses import CRF, Hinge, get_loss  # noqa: E402
 from structlearn.structures import Birkhoff, Chain, Knapsack, OrderSimplex  # noqa: E402
 from structlearn.structures import Permutahedron, UnitCube  # noqa: E402
-from structlearn.structures.base import Structure  # noqa: E402
+from structlearn.structures.base import Structure, slack_hinge  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -57,9 +57,9 @@ class GenericApproxSlack(Hinge):
 
     def value_and_grad(self, theta, y, structure):
         phi = structure.encode(y)
-        phi_hat = Structure.approx_slack_violator(structure, theta, y, self.n_search,
+        phi_hat = Structure.approx_slack_search(structure, theta, y, self.n_search,
                                                   self.epsilon)
-        return self._slack_hinge(theta, phi, phi_hat, structure)
+        return slack_hinge(structure, theta, phi, phi_hat)
 
 
 def alternate(fns, repeat):

@@ -10,11 +10,13 @@ import numpy as np
 from numba import njit
 
 from ._math import logaddexp
-from .assignment import linear_assignment
+from .assignment import _assignment_with_duals, linear_assignment
 from ._lazy import njit_on_first_call
 from .sparsemap import ORACLE_SIGNATURE
 
 NEG_INF = -np.inf
+#: the score of a forbidden (label, rank) entry of a linear assignment
+BIRKHOFF_FORBIDDEN = -1e100
 
 
 # --------------------------------------------------------------------- oracles
@@ -320,3 +322,138 @@ def explicit_vertices_map(eta, params, out):
             best = j
     for c in range(dim):
         out[c] = params[2 + best * dim + c]
+
+
+# ----------------------------------------------------------- runner-up oracles
+# ``runner_up(eta, params, best, out)``: given the vertex ``best`` of a
+# highest-scoring structure (the MAP oracle's output), write the vertex of
+# the best structure different from it into ``out`` (``best`` itself where
+# no other structure exists).  The Numba form of each structure's
+# ``_runner_up`` (the numpy reference they are tested equal to), with the
+# same tie-breaking; :func:`structlearn.kernels.approx_slack.approx_slack_search`
+# calls them.
+@njit(cache=True, nogil=True)
+def knapsack_runner_up(eta, params, best, out):
+    """Knapsack / unit cube: the second-best vertex is adjacent to the best
+    one, a single flip (if the count stays within ``params = [lower,
+    upper]``) or a swap of a member for a non-member; the best flip wins
+    ties with the best swap, the first index wins ties among flips, the
+    first (member, non-member) pair in row-major order among swaps."""
+    lower = params[0]
+    upper = params[1]
+    k = eta.shape[0]
+    cnt = 0.0
+    for j in range(k):
+        out[j] = best[j]
+        cnt += best[j]
+    fv = NEG_INF
+    fi = -1
+    for j in range(k):
+        d = 1.0 - 2.0 * best[j]
+        if lower <= cnt + d <= upper:
+            v = eta[j] * d
+            if fi < 0 or v > fv:
+                fv = v
+                fi = j
+    sv = NEG_INF
+    si = -1
+    sj = -1
+    for i in range(k):
+        if best[i] != 1.0:
+            continue
+        for j in range(k):
+            if best[j] == 0.0:
+                v = eta[j] - eta[i]
+                if si < 0 or v > sv:
+                    sv = v
+                    si = i
+                    sj = j
+    if fi >= 0 and fv >= sv:
+        out[fi] = 1.0 - best[fi]
+    elif si >= 0:
+        out[si] = 0.0
+        out[sj] = 1.0
+
+
+@njit(cache=True, nogil=True)
+def order_simplex_runner_up(eta, params, best, out):
+    """Order simplex: the best class other than the MAP's (first maximiser
+    of the prefix-sum class scores)."""
+    k1 = eta.shape[0]
+    b = 0
+    for t in range(k1):
+        if best[t] > 0.5:
+            b += 1
+    arg = -1
+    top = NEG_INF
+    s = 0.0
+    for j in range(k1 + 1):
+        if j > 0:
+            s += eta[j - 1]
+        if j != b and (arg < 0 or s > top):
+            top = s
+            arg = j
+    for t in range(k1):
+        out[t] = 1.0 if t < arg else 0.0
+
+
+@njit(cache=True, nogil=True)
+def permutahedron_runner_up(eta, params, best, out):
+    """Permutahedron with weights ``params``: the second-best vertex swaps
+    the labels at two consecutive ranks of the (stable) sort, the pair
+    losing the least score ``(eta_a - eta_b)(w_r - w_{r+1})``, first ``r``
+    on ties."""
+    k = eta.shape[0]
+    for j in range(k):
+        out[j] = best[j]
+    if k < 2:
+        return
+    order = np.argsort(-eta, kind="mergesort")
+    r = 0
+    low = np.inf
+    for q in range(k - 1):
+        v = (eta[order[q]] - eta[order[q + 1]]) * (params[q] - params[q + 1])
+        if v < low:
+            low = v
+            r = q
+    out[order[r]] = params[r + 1]
+    out[order[r + 1]] = params[r]
+
+
+@njit(cache=True, nogil=True)
+def birkhoff_runner_up(eta, params, best, out):
+    """Birkhoff polytope (Murty's partition): the best assignment with the
+    MAP's entry of row ``j`` forbidden, over all rows ``j``; the first
+    ``j`` wins ties."""
+    k = int(params[0])
+    for q in range(k * k):
+        out[q] = best[q]
+    if k < 2:
+        return
+    cur = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        for j in range(k):
+            if best[i * k + j] > 0.5:
+                cur[i] = j
+    th = np.empty((k, k))
+    perm = np.empty(k, dtype=np.int64)
+    a = np.empty(k)
+    b = np.empty(k)
+    top = NEG_INF
+    for j in range(k):
+        for r in range(k):
+            for c in range(k):
+                th[r, c] = eta[r * k + c]
+        th[j, cur[j]] = BIRKHOFF_FORBIDDEN
+        _assignment_with_duals(th, perm, a, b)
+        if perm[j] == cur[j]:
+            continue
+        s = 0.0
+        for r in range(k):
+            s += th[r, perm[r]]
+        if s > top:
+            top = s
+            for q in range(k * k):
+                out[q] = 0.0
+            for r in range(k):
+                out[r * k + perm[r]] = 1.0

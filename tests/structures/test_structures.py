@@ -757,7 +757,7 @@ def test_calibrated_decode_minimises_expected_cost(case):
 @pytest.mark.parametrize("constrained", [False, True])
 def test_chain_approx_slack_kernel_equals_the_generic_search(constrained):
     # the Numba search of chains against the generic search over the
-    # structure's batched oracles (Structure.approx_slack_violator)
+    # structure's batched oracles (Structure.approx_slack_search)
     from structlearn.structures import Chain
     from structlearn.structures.base import Structure
     rng = np.random.default_rng(3)
@@ -780,10 +780,10 @@ def test_chain_approx_slack_kernel_equals_the_generic_search(constrained):
         theta[ch.unary_mask] += np.eye(K)[y].ravel()   # the truth scores well
         for n_search, eps in ((12, 1e-3), (3, 1e-2)):
             got = ch.approx_slack_violator(theta, y, n_search, eps)
-            ref = Structure.approx_slack_violator(ch, theta, y, n_search, eps)
+            ref = ch.approx_slack_search(theta, y, n_search, eps)
             np.testing.assert_array_equal(got, ref)
         # the golden-section steps matter on these instances
-        short = Structure.approx_slack_violator(ch, theta, y, 2, 1e-3)
+        short = ch.approx_slack_search(theta, y, 2, 1e-3)
         searched += int(np.any(short != ch.approx_slack_violator(theta, y, 12, 1e-3)))
     assert searched > 0
 
