@@ -19,14 +19,14 @@ from numba import njit, types
 
 from ._lazy import njit_on_first_call
 from .maps import (
-    birkhoff_map,
+    birkhoff_map_into,
     birkhoff_runner_up,
     cube_map,
-    knapsack_map,
+    knapsack_map_into,
     knapsack_runner_up,
     order_simplex_map,
     order_simplex_runner_up,
-    permutahedron_map,
+    permutahedron_map_into,
     permutahedron_runner_up,
 )
 
@@ -38,19 +38,23 @@ CUBE, KNAPSACK, ORDER_SIMPLEX, PERMUTAHEDRON, BIRKHOFF = range(5)
 
 
 @njit_on_first_call(types.void(types.int64, types.float64[::1], types.float64[::1],
-                               types.float64[::1]), cache=True, nogil=True)
-def family_map(family, eta, params, out):
-    """The MAP oracle of the structure family ``family``."""
+                               types.float64[::1], types.int64[::1], types.float64[::1]),
+                    cache=True, nogil=True)
+def family_map(family, eta, params, out, iwork, fwork):
+    """The MAP oracle of the structure family ``family``, with the
+    workspaces ``iwork`` (int64) and ``fwork`` (float64) of ``4 p + 3``
+    entries (``p`` parts): no allocation, as the search calls it ~15 times
+    per row."""
     if family == CUBE:
         cube_map(eta, params, out)
     elif family == KNAPSACK:
-        knapsack_map(eta, params, out)
+        knapsack_map_into(eta, params, out, iwork)
     elif family == ORDER_SIMPLEX:
         order_simplex_map(eta, params, out)
     elif family == PERMUTAHEDRON:
-        permutahedron_map(eta, params, out)
+        permutahedron_map_into(eta, params, out, iwork)
     else:
-        birkhoff_map(eta, params, out)
+        birkhoff_map_into(eta, params, out, iwork, fwork)
 
 
 @njit(cache=True, nogil=True)
@@ -121,6 +125,8 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
     lam_l = epsilon / L_max
     eta = np.empty(p)
     cand = np.empty(p)
+    iwork = np.empty(4 * p + 3, dtype=np.int64)
+    fwork = np.empty(4 * p + 3)
     for i in range(n):
         theta = Theta[i]
         phi = Phi[i]
@@ -128,7 +134,7 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
         s_true = 0.0
         for j in range(p):
             s_true += theta[j] * phi[j]
-        family_map(family, theta, params, cand)
+        family_map(family, theta, params, cand, iwork, fwork)
         s_map = 0.0
         for j in range(p):
             s_map += theta[j] * cand[j]
@@ -172,7 +178,7 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
             # the best structure other than y at theta + lam c
             for j in range(p):
                 eta[j] = theta[j] + lam * c[j]
-            family_map(family, eta, params, cand)
+            family_map(family, eta, params, cand, iwork, fwork)
             same = True
             for j in range(p):
                 if cand[j] != phi[j]:
