@@ -21,10 +21,10 @@ from ._lazy import njit_on_first_call
 from .maps import (
     birkhoff_map_into,
     birkhoff_runner_up,
-    cube_map,
+    cube_map_into,
     knapsack_map_into,
     knapsack_runner_up,
-    order_simplex_map,
+    order_simplex_map_into,
     order_simplex_runner_up,
     permutahedron_map_into,
     permutahedron_runner_up,
@@ -37,27 +37,25 @@ __all__ = ["approx_slack_batch", "CUBE", "KNAPSACK", "ORDER_SIMPLEX", "PERMUTAHE
 CUBE, KNAPSACK, ORDER_SIMPLEX, PERMUTAHEDRON, BIRKHOFF = range(5)
 
 
-@njit_on_first_call(types.void(types.int64, types.float64[::1], types.float64[::1],
-                               types.float64[::1], types.int64[::1], types.float64[::1]),
-                    cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def family_map(family, eta, params, out, iwork, fwork):
     """The MAP oracle of the structure family ``family``, with the
     workspaces ``iwork`` (int64) and ``fwork`` (float64) of ``4 p + 3``
-    entries (``p`` parts): no allocation, as the search calls it ~15 times
-    per row."""
+    entries (``p`` parts): no allocation, and inlined (twice as fast), as
+    the search calls it ~15 times per row."""
     if family == CUBE:
-        cube_map(eta, params, out)
+        cube_map_into(eta, params, out)
     elif family == KNAPSACK:
         knapsack_map_into(eta, params, out, iwork)
     elif family == ORDER_SIMPLEX:
-        order_simplex_map(eta, params, out)
+        order_simplex_map_into(eta, params, out)
     elif family == PERMUTAHEDRON:
         permutahedron_map_into(eta, params, out, iwork)
     else:
         birkhoff_map_into(eta, params, out, iwork, fwork)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def family_runner_up(family, eta, params, best, out):
     """The runner-up oracle of the structure family ``family``."""
     if family == CUBE or family == KNAPSACK:

@@ -39,6 +39,31 @@ def order_desc(eta, order):
         order[q] = j
 
 
+# The MAP oracles' bodies, plain Numba functions (with workspaces where they
+# sort or solve an assignment): the approximate-slack search
+# (:mod:`structlearn.kernels.approx_slack`) calls them directly.
+@njit(cache=True, nogil=True)
+def cube_map_into(eta, params, out):
+    """:func:`cube_map`."""
+    for i in range(eta.shape[0]):
+        out[i] = 1.0 if eta[i] > 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True)
+def order_simplex_map_into(eta, params, out):
+    """:func:`order_simplex_map`."""
+    best = 0
+    best_score = 0.0
+    s = 0.0
+    for j in range(1, eta.shape[0] + 1):
+        s += eta[j - 1]
+        if s > best_score:
+            best_score = s
+            best = j
+    for i in range(eta.shape[0]):
+        out[i] = 1.0 if i < best else 0.0
+
+
 @njit(cache=True, nogil=True)
 def knapsack_map_into(eta, params, out, order):
     """:func:`knapsack_map` with the workspace ``order`` (k int64)."""
@@ -79,8 +104,7 @@ def birkhoff_map_into(eta, params, out, iwork, fwork):
 @njit_on_first_call(ORACLE_SIGNATURE, cache=True)
 def cube_map(eta, params, out):
     """Unit cube: every part with a positive score is on."""
-    for i in range(eta.shape[0]):
-        out[i] = 1.0 if eta[i] > 0.0 else 0.0
+    cube_map_into(eta, params, out)
 
 
 @njit_on_first_call(ORACLE_SIGNATURE, cache=True)
@@ -100,16 +124,7 @@ def order_simplex_map(eta, params, out):
     Class scores are prefix sums ``s_0 = 0, s_j = s_{j-1} + eta_{j-1}``; the
     first maximiser wins.
     """
-    best = 0
-    best_score = 0.0
-    s = 0.0
-    for j in range(1, eta.shape[0] + 1):
-        s += eta[j - 1]
-        if s > best_score:
-            best_score = s
-            best = j
-    for i in range(eta.shape[0]):
-        out[i] = 1.0 if i < best else 0.0
+    order_simplex_map_into(eta, params, out)
 
 
 @njit_on_first_call(ORACLE_SIGNATURE, cache=True)
