@@ -759,7 +759,6 @@ def test_chain_approx_slack_kernel_equals_the_generic_search(constrained):
     # the Numba search of chains against the generic search over the
     # structure's batched oracles (Structure.approx_slack_search)
     from structlearn.structures import Chain
-    from structlearn.structures.base import Structure
     rng = np.random.default_rng(3)
     K = 3
     lengths = rng.integers(1, 15, size=200)
