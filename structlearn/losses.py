@@ -28,7 +28,7 @@ Losses are scikit-learn estimators only for ``get_params``/``set_params``, so
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .structures.base import IntractableError
+from .structures.base import IntractableError, slack_hinge
 
 
 class Loss(BaseEstimator):
@@ -210,6 +210,9 @@ class Hinge(Loss):
             raise ValueError(f"n_search must be an integer >= 2, got {self.n_search!r}.")
 
     def value_and_grad(self, theta, y, structure):
+        if self.scaling == "approx-slack":
+            return structure.approx_slack_value_and_grad(theta, y, self.n_search,
+                                                         self.epsilon)
         phi = structure.encode(y)
         if self.scaling == "margin":
             aug = theta + structure.cost_vector(phi)
@@ -222,22 +225,7 @@ class Hinge(Loss):
             # solver reads its offset off them)
             grad = np.where(structure.per_sample(value > 0), phi_hat - phi, 0.0)
             return np.maximum(value, 0.0), grad
-        if self.scaling == "slack":
-            phi_hat = structure.slack_violator(theta, y)
-        else:
-            phi_hat = structure.approx_slack_violator(theta, y, self.n_search,
-                                                      self.epsilon)
-        return self._slack_hinge(theta, phi, phi_hat, structure)
-
-    @staticmethod
-    def _slack_hinge(theta, phi, phi_hat, structure):
-        c = structure.cost_vector(phi)
-        L = structure.dot(phi_hat - phi, c)
-        margin = 1.0 - structure.dot(theta, phi - phi_hat)
-        active = (margin > 0) & (L > 0)
-        value = np.where(active, L * margin, 0.0)
-        grad = structure.per_sample(np.where(active, L, 0.0)) * (phi_hat - phi)
-        return value, grad
+        return slack_hinge(structure, theta, phi, structure.slack_violator(theta, y))
 
 
 class PosLearn(Loss):

@@ -63,23 +63,38 @@ def _assignment_with_duals(score, perm, a, b):
     deterministic.
     """
     k = score.shape[0]
+    _assignment_into(score, perm, a, b, np.empty(3 * (k + 1)),
+                     np.empty(3 * (k + 1), dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _assignment_into(score, perm, a, b, fwork, iwork):
+    """:func:`_assignment_with_duals` with the workspaces ``fwork`` (float64)
+    and ``iwork`` (int64) of ``3 (k + 1)`` entries each (no allocation)."""
+    k = score.shape[0]
     inf = np.inf
-    u = np.zeros(k + 1)
-    v = np.zeros(k + 1)
+    u = fwork[:k + 1]
+    v = fwork[k + 1:2 * k + 2]
+    minv = fwork[2 * k + 2:3 * k + 3]
     # col_owner[j]: 1-based row matched to column j (0 = free).
-    col_owner = np.zeros(k + 1, dtype=np.int64)
+    col_owner = iwork[:k + 1]
     # way[j]: previous column on the shortest alternating path to column j.
-    way = np.zeros(k + 1, dtype=np.int64)
-    minv = np.empty(k + 1)
-    used = np.zeros(k + 1, dtype=np.bool_)
+    way = iwork[k + 1:2 * k + 2]
+    # used[j] != 0: column j is in the search tree
+    used = iwork[2 * k + 2:3 * k + 3]
+    for j in range(k + 1):
+        u[j] = 0.0
+        v[j] = 0.0
+        col_owner[j] = 0
+        way[j] = 0
     for i in range(1, k + 1):
         col_owner[0] = i
         j0 = 0
         for j in range(k + 1):
             minv[j] = inf
-            used[j] = False
+            used[j] = 0
         while True:
-            used[j0] = True
+            used[j0] = 1
             i0 = col_owner[j0]
             delta = inf
             j1 = -1

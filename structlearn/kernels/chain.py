@@ -636,7 +636,7 @@ def approx_slack_batch(theta, theta_or, y, part_off, tok_off, K, n_search, epsil
     """The approximate slack-scaling violator of every sequence (Sarawagi &
     Gupta 2008, Sec. 3) with the Hamming cost, in one call.
 
-    The search of :meth:`structlearn.structures.base.Structure.approx_slack_violator`
+    The search of :meth:`structlearn.structures.base.Structure.approx_slack_search`
     (the reference, written with the structure's batched oracles), run per
     sequence: ``F(lambda)`` is evaluated by the best sequence different
     from ``y`` at the cost-augmented scores ``theta_or + lambda [k != y_t]``

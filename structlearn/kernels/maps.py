@@ -10,47 +10,48 @@ import numpy as np
 from numba import njit
 
 from ._math import logaddexp
-from .assignment import linear_assignment
+from .assignment import _assignment_into, _assignment_with_duals, linear_assignment
 from ._lazy import njit_on_first_call
 from .sparsemap import ORACLE_SIGNATURE
 
 NEG_INF = -np.inf
+#: the score of a forbidden (label, rank) entry of a linear assignment
+BIRKHOFF_FORBIDDEN = -1e100
 
 
-# --------------------------------------------------------------------- oracles
-@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
-def cube_map(eta, params, out):
-    """Unit cube: every part with a positive score is on."""
+# ------------------------------------------------------------- sorts, MAPs
+@njit(cache=True, nogil=True)
+def order_desc(eta, order):
+    """Write the indices of ``eta`` largest first, ties by index (the order
+    of ``np.argsort(-eta, kind="mergesort")``) into ``order``; a stable
+    insertion sort without allocation up to 32 parts (the oracles run it
+    thousands of times per mini-batch), the merge sort beyond."""
+    k = eta.shape[0]
+    if k > 32:
+        order[:] = np.argsort(-eta, kind="mergesort")
+        return
+    for j in range(k):
+        v = eta[j]
+        q = j
+        while q > 0 and eta[order[q - 1]] < v:
+            order[q] = order[q - 1]
+            q -= 1
+        order[q] = j
+
+
+# The MAP oracles' bodies, plain Numba functions (with workspaces where they
+# sort or solve an assignment): the approximate-slack search
+# (:mod:`structlearn.kernels.approx_slack`) calls them directly.
+@njit(cache=True, nogil=True)
+def cube_map_into(eta, params, out):
+    """:func:`cube_map`."""
     for i in range(eta.shape[0]):
         out[i] = 1.0 if eta[i] > 0.0 else 0.0
 
 
-@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
-def knapsack_map(eta, params, out):
-    """Subsets of size in ``[params[0], params[1]]`` (Blondel 2019, Sec. 4).
-
-    Take the ``lower`` best parts whatever their sign, then keep adding the
-    next best while it is positive and the count is below ``upper``.
-    """
-    lower = int(params[0])
-    upper = int(params[1])
-    order = np.argsort(-eta, kind="mergesort")
-    out[:] = 0.0
-    for r in range(eta.shape[0]):
-        i = order[r]
-        if r < lower or (r < upper and eta[i] > 0.0):
-            out[i] = 1.0
-        else:
-            break
-
-
-@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
-def order_simplex_map(eta, params, out):
-    """Order simplex, ``k - 1`` thresholds: class ``j`` has ``phi_i = 1[j > i]``.
-
-    Class scores are prefix sums ``s_0 = 0, s_j = s_{j-1} + eta_{j-1}``; the
-    first maximiser wins.
-    """
+@njit(cache=True, nogil=True)
+def order_simplex_map_into(eta, params, out):
+    """:func:`order_simplex_map`."""
     best = 0
     best_score = 0.0
     s = 0.0
@@ -63,12 +64,73 @@ def order_simplex_map(eta, params, out):
         out[i] = 1.0 if i < best else 0.0
 
 
+@njit(cache=True, nogil=True)
+def knapsack_map_into(eta, params, out, order):
+    """:func:`knapsack_map` with the workspace ``order`` (k int64)."""
+    lower = int(params[0])
+    upper = int(params[1])
+    order_desc(eta, order)
+    out[:] = 0.0
+    for r in range(eta.shape[0]):
+        i = order[r]
+        if r < lower or (r < upper and eta[i] > 0.0):
+            out[i] = 1.0
+        else:
+            break
+
+
+@njit(cache=True, nogil=True)
+def permutahedron_map_into(eta, params, out, order):
+    """:func:`permutahedron_map` with the workspace ``order`` (k int64)."""
+    order_desc(eta, order)
+    for r in range(eta.shape[0]):
+        out[order[r]] = params[r]
+
+
+@njit(cache=True, nogil=True)
+def birkhoff_map_into(eta, params, out, iwork, fwork):
+    """:func:`birkhoff_map` with the workspaces ``iwork`` (int64) and
+    ``fwork`` (float64) of ``4 k + 3`` entries each."""
+    k = int(params[0])
+    perm = iwork[:k]
+    _assignment_into(eta.reshape((k, k)), perm, fwork[:k], fwork[k:2 * k],
+                     fwork[2 * k:5 * k + 3], iwork[k:4 * k + 3])
+    out[:] = 0.0
+    for i in range(k):
+        out[i * k + perm[i]] = 1.0
+
+
+# --------------------------------------------------------------------- oracles
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
+def cube_map(eta, params, out):
+    """Unit cube: every part with a positive score is on."""
+    cube_map_into(eta, params, out)
+
+
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
+def knapsack_map(eta, params, out):
+    """Subsets of size in ``[params[0], params[1]]`` (Blondel 2019, Sec. 4).
+
+    Take the ``lower`` best parts whatever their sign, then keep adding the
+    next best while it is positive and the count is below ``upper``.
+    """
+    knapsack_map_into(eta, params, out, np.empty(eta.shape[0], dtype=np.int64))
+
+
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
+def order_simplex_map(eta, params, out):
+    """Order simplex, ``k - 1`` thresholds: class ``j`` has ``phi_i = 1[j > i]``.
+
+    Class scores are prefix sums ``s_0 = 0, s_j = s_{j-1} + eta_{j-1}``; the
+    first maximiser wins.
+    """
+    order_simplex_map_into(eta, params, out)
+
+
 @njit_on_first_call(ORACLE_SIGNATURE, cache=True)
 def permutahedron_map(eta, params, out):
     """Permutahedron induced by ``w = params`` (non-increasing): sort ``eta``."""
-    order = np.argsort(-eta, kind="mergesort")
-    for r in range(eta.shape[0]):
-        out[order[r]] = params[r]
+    permutahedron_map_into(eta, params, out, np.empty(eta.shape[0], dtype=np.int64))
 
 
 @njit_on_first_call(ORACLE_SIGNATURE, cache=True)
@@ -320,3 +382,139 @@ def explicit_vertices_map(eta, params, out):
             best = j
     for c in range(dim):
         out[c] = params[2 + best * dim + c]
+
+
+# ----------------------------------------------------------- runner-up oracles
+# ``runner_up(eta, params, best, out)``: given the vertex ``best`` of a
+# highest-scoring structure (the MAP oracle's output), write the vertex of
+# the best structure different from it into ``out`` (``best`` itself where
+# no other structure exists).  The Numba form of each structure's
+# ``_runner_up`` (the numpy reference they are tested equal to), with the
+# same tie-breaking; :func:`structlearn.kernels.approx_slack.approx_slack_search`
+# calls them.
+@njit(cache=True, nogil=True)
+def knapsack_runner_up(eta, params, best, out):
+    """Knapsack / unit cube: the second-best vertex is adjacent to the best
+    one, a single flip (if the count stays within ``params = [lower,
+    upper]``) or a swap of a member for a non-member; the best flip wins
+    ties with the best swap, the first index wins ties among flips, the
+    first (member, non-member) pair in row-major order among swaps."""
+    lower = params[0]
+    upper = params[1]
+    k = eta.shape[0]
+    cnt = 0.0
+    for j in range(k):
+        out[j] = best[j]
+        cnt += best[j]
+    fv = NEG_INF
+    fi = -1
+    for j in range(k):
+        d = 1.0 - 2.0 * best[j]
+        if lower <= cnt + d <= upper:
+            v = eta[j] * d
+            if fi < 0 or v > fv:
+                fv = v
+                fi = j
+    sv = NEG_INF
+    si = -1
+    sj = -1
+    for i in range(k):
+        if best[i] != 1.0:
+            continue
+        for j in range(k):
+            if best[j] == 0.0:
+                v = eta[j] - eta[i]
+                if si < 0 or v > sv:
+                    sv = v
+                    si = i
+                    sj = j
+    if fi >= 0 and fv >= sv:
+        out[fi] = 1.0 - best[fi]
+    elif si >= 0:
+        out[si] = 0.0
+        out[sj] = 1.0
+
+
+@njit(cache=True, nogil=True)
+def order_simplex_runner_up(eta, params, best, out):
+    """Order simplex: the best class other than the MAP's (first maximiser
+    of the prefix-sum class scores)."""
+    k1 = eta.shape[0]
+    b = 0
+    for t in range(k1):
+        if best[t] > 0.5:
+            b += 1
+    arg = -1
+    top = NEG_INF
+    s = 0.0
+    for j in range(k1 + 1):
+        if j > 0:
+            s += eta[j - 1]
+        if j != b and (arg < 0 or s > top):
+            top = s
+            arg = j
+    for t in range(k1):
+        out[t] = 1.0 if t < arg else 0.0
+
+
+@njit(cache=True, nogil=True)
+def permutahedron_runner_up(eta, params, best, out):
+    """Permutahedron with weights ``params``: the second-best vertex swaps
+    the labels at two consecutive ranks of the (stable) sort, the pair
+    losing the least score ``(eta_a - eta_b)(w_r - w_{r+1})``, first ``r``
+    on ties."""
+    k = eta.shape[0]
+    for j in range(k):
+        out[j] = best[j]
+    if k < 2:
+        return
+    order = np.empty(k, dtype=np.int64)
+    order_desc(eta, order)
+    r = 0
+    low = np.inf
+    for q in range(k - 1):
+        v = (eta[order[q]] - eta[order[q + 1]]) * (params[q] - params[q + 1])
+        if v < low:
+            low = v
+            r = q
+    out[order[r]] = params[r + 1]
+    out[order[r + 1]] = params[r]
+
+
+@njit(cache=True, nogil=True)
+def birkhoff_runner_up(eta, params, best, out):
+    """Birkhoff polytope (Murty's partition): the best assignment with the
+    MAP's entry of row ``j`` forbidden, over all rows ``j``; the first
+    ``j`` wins ties."""
+    k = int(params[0])
+    for q in range(k * k):
+        out[q] = best[q]
+    if k < 2:
+        return
+    cur = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        for j in range(k):
+            if best[i * k + j] > 0.5:
+                cur[i] = j
+    th = np.empty((k, k))
+    perm = np.empty(k, dtype=np.int64)
+    a = np.empty(k)
+    b = np.empty(k)
+    top = NEG_INF
+    for j in range(k):
+        for r in range(k):
+            for c in range(k):
+                th[r, c] = eta[r * k + c]
+        th[j, cur[j]] = BIRKHOFF_FORBIDDEN
+        _assignment_with_duals(th, perm, a, b)
+        if perm[j] == cur[j]:
+            continue
+        s = 0.0
+        for r in range(k):
+            s += th[r, perm[r]]
+        if s > top:
+            top = s
+            for q in range(k * k):
+                out[q] = 0.0
+            for r in range(k):
+                out[r * k + perm[r]] = 1.0

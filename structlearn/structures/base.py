@@ -14,6 +14,7 @@ structure at once.
 
 import numpy as np
 
+from ..kernels.approx_slack import approx_slack_batch
 from ..kernels.sparsemap import (
     SUPPORT_CODE_DTYPE,
     VARIANTS,
@@ -28,6 +29,19 @@ from ..kernels.sparsemap import (
 #: Loss names that need only a MAP oracle (usable on every structure).
 MAP_LOSSES = ("perceptron", "hinge", "hinge-approx-slack", "poslearn",
               "sparsemap", "m-sparsemap", "projection", "squared")
+
+
+def slack_hinge(structure, theta, phi, phi_hat):
+    """The slack-scaled hinge ``L(y')[1 - s(y) + s(y')]_+`` at the
+    labelings ``phi_hat = phi(y')`` and its gradient in ``theta``
+    (``L(y') (phi(y') - phi(y))`` where positive)."""
+    c = structure.cost_vector(phi)
+    L = structure.dot(phi_hat - phi, c)
+    margin = 1.0 - structure.dot(theta, phi - phi_hat)
+    active = (margin > 0) & (L > 0)
+    value = np.where(active, L * margin, 0.0)
+    grad = structure.per_sample(np.where(active, L, 0.0)) * (phi_hat - phi)
+    return value, grad
 
 
 class IntractableError(ValueError):
@@ -224,12 +238,47 @@ class Structure:
         Sec. 3; the choices are in :class:`structlearn.losses.Hinge`): the
         encodings of the labelings with the largest slack hinge met by a
         golden-section search over ``lambda`` with ``n_search`` evaluations
-        of the cost-augmented top-2 oracle (:meth:`second_best`), on
-        ``[epsilon / L_max, lambda_u]``; ``phi(y)`` where none is violated.
+        of the cost-augmented top-2 oracle, on ``[epsilon / L_max,
+        lambda_u]``; ``phi(y)`` where none is violated.
 
-        Written with the batched oracles, for every structure; chains
-        override it with one Numba kernel (this is the reference their test
-        compares it with).
+        Fixed-size structures (:meth:`_approx_slack_family`) run the search
+        in one Numba call over the batch
+        (:func:`structlearn.kernels.approx_slack.approx_slack_batch`);
+        chains override this method with their own kernel; the others run
+        :meth:`approx_slack_search`, the reference the kernels are tested
+        equal to.
+        """
+        if self._approx_slack_family() is None:
+            return self.approx_slack_search(theta, y, n_search, epsilon)
+        return self._approx_slack_kernel(theta, y, n_search, epsilon)[0]
+
+    def approx_slack_value_and_grad(self, theta, y, n_search=12, epsilon=1e-3):
+        """Approximate slack-scaling hinge loss and its gradient in
+        ``theta`` at the violator of :meth:`approx_slack_violator`: one
+        Numba call on the fixed-size structures, else the violator and
+        :func:`slack_hinge`."""
+        if self._approx_slack_family() is None:
+            phi_hat = self.approx_slack_violator(theta, y, n_search, epsilon)
+            return slack_hinge(self, theta, self.encode(y), phi_hat)
+        return self._approx_slack_kernel(theta, y, n_search, epsilon)[1:]
+
+    def _approx_slack_family(self):
+        """The family code of the Numba search
+        (:mod:`structlearn.kernels.approx_slack`), or None."""
+        return None
+
+    def _approx_slack_kernel(self, theta, y, n_search, epsilon):
+        phi = np.ascontiguousarray(self.encode(y), dtype=np.float64)
+        L_max, L_eps = self.cost_bounds()
+        return approx_slack_batch(
+            np.ascontiguousarray(theta, dtype=np.float64), phi,
+            np.ascontiguousarray(self.cost_vector(phi)), self._approx_slack_family(),
+            self._oracle_params(), int(n_search), float(epsilon), float(L_max), float(L_eps))
+
+    def approx_slack_search(self, theta, y, n_search=12, epsilon=1e-3):
+        """The search of :meth:`approx_slack_violator` written with the
+        batched oracles (:meth:`second_best`), for every structure: the
+        reference the Numba searches are tested equal to.
         """
         structure = self
         phi = structure.encode(y)

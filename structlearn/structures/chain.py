@@ -257,7 +257,7 @@ class Chain(RaggedStructure):
 
     def approx_slack_violator(self, theta, y, n_search=12, epsilon=1e-3):
         """The approximate slack-scaling search of
-        :meth:`Structure.approx_slack_violator` (the reference it is tested
+        :meth:`Structure.approx_slack_search` (the reference it is tested
         against) in one Numba call over the batch
         (:func:`structlearn.kernels.chain.approx_slack_batch`)."""
         raw = np.ascontiguousarray(super()._theta(theta))

@@ -10,6 +10,7 @@ from ..kernels.maps import (
     knapsack_map,
     knapsack_slack_violator_batch,
 )
+from ..kernels.approx_slack import CUBE, KNAPSACK
 from ..kernels.projections import project_knapsack_batch, project_knapsack_kl_batch
 from .base import Structure
 
@@ -98,6 +99,9 @@ class Knapsack(Structure):
     def marginals(self, theta):
         return self.marginals_and_log_partition(theta)[0]
 
+    def _approx_slack_family(self):
+        return KNAPSACK
+
     def _runner_up(self, th, yy):
         # The second-best vertex is adjacent to the best one on the polytope:
         # a single flip (if the count stays within bounds) or a swap.
@@ -173,6 +177,9 @@ class UnitCube(Knapsack):
 
     def _oracle(self):
         return cube_map
+
+    def _approx_slack_family(self):
+        return CUBE
 
     def marginals_and_log_partition(self, theta):
         theta = np.asarray(theta, dtype=np.float64)

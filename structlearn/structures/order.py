@@ -3,6 +3,7 @@
 import numpy as np
 from scipy.special import logsumexp, softmax
 
+from ..kernels.approx_slack import ORDER_SIMPLEX
 from ..kernels.maps import order_simplex_map
 from ..kernels.projections import isotonic_decreasing_batch
 from .base import Structure
@@ -74,6 +75,9 @@ class OrderSimplex(Structure):
 
     def marginals(self, theta):
         return self.marginals_and_log_partition(theta)[0]
+
+    def _approx_slack_family(self):
+        return ORDER_SIMPLEX
 
     def _runner_up(self, theta, best):
         S = self.class_scores(theta)

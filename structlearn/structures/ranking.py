@@ -10,8 +10,14 @@ import math
 import numpy as np
 from scipy.special import softmax
 
+from ..kernels.approx_slack import BIRKHOFF, PERMUTAHEDRON
 from ..kernels.assignment import linear_assignment_batch
-from ..kernels.maps import birkhoff_map, permutahedron_map, permutahedron_poslearn_batch
+from ..kernels.maps import (
+    BIRKHOFF_FORBIDDEN,
+    birkhoff_map,
+    permutahedron_map,
+    permutahedron_poslearn_batch,
+)
 from ..kernels.projections import (
     project_birkhoff_batch,
     project_permutahedron_batch,
@@ -21,7 +27,7 @@ from ..kernels.projections import (
 from .base import Structure
 
 # Score given to a forbidden (label, rank) entry of a linear assignment.
-_FORBIDDEN = -1e100
+_FORBIDDEN = BIRKHOFF_FORBIDDEN
 
 
 def _ranks_from_order(order):
@@ -110,6 +116,9 @@ class Permutahedron(Structure):
             return L_max, float(np.min(np.diff(costs))) if len(costs) > 1 else 1.0
         gaps = np.diff(w) ** 2
         return L_max, float(gaps.min()) / self.n_labels
+
+    def _approx_slack_family(self):
+        return PERMUTAHEDRON
 
     def _runner_up(self, th, best):
         # The second-best vertex is adjacent to the best one: a swap of the
@@ -216,6 +225,9 @@ class Birkhoff(Structure):
         y = self.argmax(th.reshape(len(theta), k * k))
         ok = y[:, label] - 1 != rank0
         return y, ok
+
+    def _approx_slack_family(self):
+        return BIRKHOFF
 
     def _runner_up(self, th, cur):
         # Murty-style: the best assignment that differs from the MAP in row j,

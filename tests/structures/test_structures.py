@@ -757,9 +757,8 @@ def test_calibrated_decode_minimises_expected_cost(case):
 @pytest.mark.parametrize("constrained", [False, True])
 def test_chain_approx_slack_kernel_equals_the_generic_search(constrained):
     # the Numba search of chains against the generic search over the
-    # structure's batched oracles (Structure.approx_slack_violator)
+    # structure's batched oracles (Structure.approx_slack_search)
     from structlearn.structures import Chain
-    from structlearn.structures.base import Structure
     rng = np.random.default_rng(3)
     K = 3
     lengths = rng.integers(1, 15, size=200)
@@ -780,12 +779,52 @@ def test_chain_approx_slack_kernel_equals_the_generic_search(constrained):
         theta[ch.unary_mask] += np.eye(K)[y].ravel()   # the truth scores well
         for n_search, eps in ((12, 1e-3), (3, 1e-2)):
             got = ch.approx_slack_violator(theta, y, n_search, eps)
-            ref = Structure.approx_slack_violator(ch, theta, y, n_search, eps)
+            ref = ch.approx_slack_search(theta, y, n_search, eps)
             np.testing.assert_array_equal(got, ref)
         # the golden-section steps matter on these instances
-        short = Structure.approx_slack_violator(ch, theta, y, 2, 1e-3)
+        short = ch.approx_slack_search(theta, y, 2, 1e-3)
         searched += int(np.any(short != ch.approx_slack_violator(theta, y, 12, 1e-3)))
     assert searched > 0
+
+
+def _fixed_size_structures():
+    from structlearn.structures import (Birkhoff, Knapsack, OrderSimplex, Permutahedron,
+                                        UnitCube)
+    return {"cube": UnitCube(5), "knapsack": Knapsack(6, 1, 3),
+            "knapsack-fixed": Knapsack(4, 2, 2), "order": OrderSimplex(6),
+            "permutahedron": Permutahedron(5),
+            "permutahedron-w": Permutahedron(4, [3.5, 2.0, 1.2, 0.1]),
+            "birkhoff": Birkhoff(4), "single": Permutahedron(1)}
+
+
+@pytest.mark.parametrize("name", list(_fixed_size_structures()))
+def test_fixed_size_approx_slack_kernel_equals_the_generic_search(name):
+    # the Numba search (kernels.approx_slack) against the generic search over
+    # the structure's batched numpy oracles (Structure.approx_slack_search);
+    # the truth is often the MAP, so the runner-up oracles are exercised
+    from structlearn.structures.base import slack_hinge
+    st = _fixed_size_structures()[name]
+    rng = np.random.default_rng(7)
+    Y_all = st.all_outputs()
+    n = 150
+    searched = 0
+    for scale in (0.3, 1.0, 3.0):
+        Y = Y_all[rng.integers(0, len(Y_all), n)]
+        theta = (scale * rng.normal(size=(n, st.n_parts))
+                 + 2.0 * rng.random((n, 1)) * st.encode(Y))
+        for n_search, eps in ((12, 1e-3), (3, 1e-2), (2, 1e-3)):
+            ref = st.approx_slack_search(theta, Y, n_search, eps)
+            np.testing.assert_array_equal(st.approx_slack_violator(theta, Y, n_search, eps),
+                                          ref)
+            value, grad = st.approx_slack_value_and_grad(theta, Y, n_search, eps)
+            v_ref, g_ref = slack_hinge(st, theta, st.encode(Y), ref)
+            np.testing.assert_allclose(value, v_ref, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(grad, g_ref, rtol=1e-12, atol=1e-12)
+        # the golden-section steps matter on these instances
+        short = st.approx_slack_search(theta, Y, 2, 1e-3)
+        searched += int(np.any(short != st.approx_slack_violator(theta, Y, 12, 1e-3)))
+    if len(Y_all) > 2 and name != "knapsack-fixed":
+        assert searched > 0
 
 
 @pytest.mark.parametrize("k", [2, 3, 5, 8, 12])
