@@ -367,8 +367,8 @@ def write_report(args, rows, stem):
         if m in by] + [
         ["perceptron / crfsuite ap", ratio("perceptron", "crfsuite ap", "fit_s"),
          paired("perceptron", "crfsuite ap"), ratio("perceptron", "crfsuite ap", "predict_s"),
-         ratio("perceptron", "crfsuite ap", "peak_growth_mb")],
-    ]
+         ratio("perceptron", "crfsuite ap", "peak_growth_mb")]
+        for _ in [0] if "perceptron" in by]
     cmd = "python benchmarks/bench_sequence.py --task " + args.task + \
         (" --memory" if args.memory else "") + \
         (f" --repeat {args.repeat}" if args.repeat > 1 else "") + \
