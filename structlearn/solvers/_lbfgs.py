@@ -15,6 +15,64 @@ def _two_loop(g, S, Y, rho, order, gamma):
     return lbfgs_two_loop(g, S, Y, rho, np.asarray(order, dtype=np.int64), gamma)
 
 
+class _History:
+    """The limited-memory inverse-Hessian approximation shared by L-BFGS and
+    OWL-QN: the last ``m`` correction pairs ``(s, y)`` in single precision
+    (half the memory: ``2 * (m + 1) * n`` float32, the solvers' largest
+    array), their curvatures ``rho = 1 / s^T y`` computed from the stored
+    (rounded) pairs -- so the implicit matrix is the BFGS matrix of exactly
+    those pairs -- and the scaling ``gamma = s^T y / y^T y`` of the newest
+    pair (Nocedal & Wright, eq. 7.20)."""
+
+    def __init__(self, n, m):
+        m = max(1, int(m))
+        self.m = m
+        self.S = np.empty((m + 1, n), dtype=np.float32)
+        self.Y = np.empty((m + 1, n), dtype=np.float32)
+        self.rho = np.empty(m + 1)
+        self.order = []  # rows of S, Y in use, oldest first
+        self.gamma = 1.0
+
+    def direction(self, g):
+        """``-H g``."""
+        return _two_loop(g, self.S, self.Y, self.rho, self.order, self.gamma)
+
+    def reset(self):
+        """Forget every pair (the next direction is ``-gamma g``)."""
+        self.order = []
+
+    def initial_step(self, gd):
+        """The first trial step along a direction with slope ``gd``: the
+        unit step, or without pairs (first iteration, restart) the step of
+        unit length in ``z`` (at most 1), as libLBFGS (``1 / ||g||``)."""
+        if self.order:
+            return 1.0
+        return min(1.0, 1.0 / max(np.sqrt(-gd), 1e-300))
+
+    def update(self, s, g_new, g_old):
+        """Add the pair ``(s, g_new - g_old)`` if its curvature is positive
+        (so the approximation stays positive definite); the oldest pair
+        leaves when ``m`` are kept."""
+        # the new pair goes into a row not in use (there is one more row
+        # than pairs kept); it joins the history only if its curvature is
+        # positive, and then the oldest pair leaves
+        r = min(set(range(self.m + 1)).difference(self.order))
+        sy, yy = store_correction_pair(s, g_new, g_old, self.S[r], self.Y[r])
+        if sy > 1e-10 * yy and np.isfinite(sy) and np.isfinite(yy):
+            if len(self.order) == self.m:
+                self.order.pop(0)
+            self.rho[r] = 1.0 / sy
+            self.order.append(r)
+            self.gamma = sy / yy
+
+
+def _period_rule(trace, period, tol):
+    """CRFsuite's ``delta``/``period`` stopping rule: the objective decreased
+    by less than ``tol`` (relative) over the last ``period`` iterations."""
+    return len(trace) > period + 1 and trace[-period - 1] - trace[-1] <= \
+        tol * max(abs(trace[-1]), 1e-12)
+
+
 def _cubic_min(a, fa, da, b, fb, db):
     """Minimiser of the cubic interpolating ``f, f'`` at ``a`` and ``b``
     (None when it does not exist)."""
@@ -135,16 +193,7 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
 
     z = np.array(z0, dtype=np.float64)
     f, g = fun(z)
-    m = max(1, int(history))
-    # correction pairs in single precision: half the memory of the history
-    # (2 * (history + 1) * n_params floats, the solver's largest array); their
-    # curvatures are computed from the stored (rounded) pairs, so the
-    # implicit inverse Hessian is the BFGS matrix of exactly those pairs
-    S = np.empty((m + 1, len(z)), dtype=np.float32)
-    Y = np.empty((m + 1, len(z)), dtype=np.float32)
-    rho = np.empty(m + 1)
-    order = []  # rows of S, Y in use, oldest first
-    gamma = 1.0
+    hist = _History(len(z), history)
     trace = [f]
     ftol = tol * 1e-3
     message = "maximum number of iterations reached"
@@ -156,15 +205,13 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
         converged, message = True, "gradient below tol"
         max_iter = 0
     for it in range(1, max_iter + 1):
-        d = _two_loop(g, S, Y, rho, order, gamma)
+        d = hist.direction(g)
         gd = float(g @ d)
         if not gd < 0:  # not a descent direction: restart from the gradient
-            order = []
+            hist.reset()
             d = -g
             gd = -float(g @ g)
-        step = 1.0
-        if not order:  # first step (or restart): unit length in z
-            step = min(1.0, 1.0 / max(np.sqrt(-gd), 1e-300))
+        step = hist.initial_step(gd)
         a, f_new, g_new, _ = _wolfe_search(fun, z, f, g, d, step)
         if a == 0.0:
             message = "the line search found no decrease"
@@ -173,17 +220,7 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
             break
         s = a * d
         z += s
-        # the new pair goes into a row not in use (there is one more row
-        # than pairs kept); it joins the history only if its curvature is
-        # positive, and then the oldest pair leaves
-        r = min(set(range(m + 1)).difference(order))
-        sy, yy = store_correction_pair(s, g_new, g, S[r], Y[r])
-        if sy > 1e-10 * yy and np.isfinite(sy) and np.isfinite(yy):
-            if len(order) == m:
-                order.pop(0)
-            rho[r] = 1.0 / sy
-            order.append(r)
-            gamma = sy / yy
+        hist.update(s, g_new, g)
         f_old, f, g = f, f_new, g_new
         trace.append(f)
         if verbose:
@@ -191,8 +228,7 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
             print(f"[lbfgs] iteration {it:4d}  objective {f:.6g}{gap}  "
                   f"({time.perf_counter() - t0:.1f}s)")
         if period is not None:
-            if len(trace) > period + 1 and \
-                    trace[-period - 1] - f <= tol * max(abs(f), 1e-12):
+            if _period_rule(trace, period, tol):
                 converged, message = True, "period rule"
                 break
         elif np.max(np.abs(g)) <= tol:

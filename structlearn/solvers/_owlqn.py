@@ -6,8 +6,8 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..kernels.optim import penalized_grad, store_correction_pair
-from ._lbfgs import _two_loop
+from ..kernels.optim import penalized_grad
+from ._lbfgs import _History, _period_rule
 
 
 def pseudo_gradient(g, z, lam):
@@ -151,12 +151,7 @@ def owlqn(problem, alpha, z0, l1_ratio=1.0, max_iter=500, tol=1e-6, verbose=0, h
     if not np.isfinite(f):
         raise ValueError(f"the objective is not finite at the initial point ({f}).")
     pg = pseudo_gradient(g, z, lam)
-    m = max(1, int(history))
-    S = np.empty((m + 1, len(z)), dtype=np.float32)
-    Y = np.empty((m + 1, len(z)), dtype=np.float32)
-    rho = np.empty(m + 1)
-    order = []  # rows of S, Y in use, oldest first
-    gamma = 1.0
+    hist = _History(len(z), history)
     trace = [f]
     ftol = tol * 1e-3
     message = "maximum number of iterations reached"
@@ -167,20 +162,18 @@ def owlqn(problem, alpha, z0, l1_ratio=1.0, max_iter=500, tol=1e-6, verbose=0, h
         converged, message = True, "pseudo-gradient below tol"
         max_iter = 0
     for it in range(1, max_iter + 1):
-        d = _two_loop(pg, S, Y, rho, order, gamma)
+        d = hist.direction(pg)
         d[d * pg >= 0] = 0.0  # keep the components that descend along -pg
         gd = float(pg @ d)
         if not gd < 0:  # not a descent direction: restart from -pg
-            order = []
+            hist.reset()
             d = -pg
             gd = -float(pg @ pg)
         if gd == 0.0:
             converged, message = True, "pseudo-gradient is zero"
             it -= 1
             break
-        step = 1.0
-        if not order:  # first step (or restart): unit length in z
-            step = min(1.0, 1.0 / max(np.sqrt(-gd), 1e-300))
+        step = hist.initial_step(gd)
         if c1 > 0:
             orthant = np.where(z != 0, np.sign(z), -np.sign(pg))
         accepted = False
@@ -199,14 +192,7 @@ def owlqn(problem, alpha, z0, l1_ratio=1.0, max_iter=500, tol=1e-6, verbose=0, h
             it -= 1
             break
         s = z_new - z
-        r = min(set(range(m + 1)).difference(order))
-        sy, yy = store_correction_pair(s, g_new, g, S[r], Y[r])
-        if sy > 1e-10 * yy and np.isfinite(sy) and np.isfinite(yy):
-            if len(order) == m:
-                order.pop(0)
-            rho[r] = 1.0 / sy
-            order.append(r)
-            gamma = sy / yy
+        hist.update(s, g_new, g)
         f_old = f
         z, f, g = z_new, f_new, g_new
         pg = pseudo_gradient(g, z, lam)
@@ -216,8 +202,7 @@ def owlqn(problem, alpha, z0, l1_ratio=1.0, max_iter=500, tol=1e-6, verbose=0, h
             print(f"[owlqn] iteration {it:4d}  objective {f:.6g}  |pg|_max {pg_max:.3g}  "
                   f"non-zeros {np.count_nonzero(z)}  ({time.perf_counter() - t0:.1f}s)")
         if period is not None:
-            if len(trace) > period + 1 and \
-                    trace[-period - 1] - f <= tol * max(abs(f), 1e-12):
+            if _period_rule(trace, period, tol):
                 converged, message = True, "period rule"
                 break
         elif pg_max <= tol:
