@@ -258,7 +258,7 @@ class CRF(Loss):
     name = "crf"
 
     def check(self, structure):
-        structure.marginals(np.zeros((1, structure.n_parts)))
+        structure.check_marginals()
 
     def mean_set(self, structure_cls):
         return "marginal"

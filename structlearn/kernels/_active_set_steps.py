@@ -48,7 +48,8 @@ def _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary, onz, k_o, nrm_o):
     """Store ``out`` in slot ``sl`` with the list of its nonzeros
     ``onz[:k_o]`` (increasing, so the unary ones lead) and its squared norm
     ``nrm_o`` (see :func:`_nonzeros`)."""
-    V[sl, :] = out
+    for j in range(out.shape[0]):
+        V[sl, j] = out[j]
     ku = 0
     for k in range(k_o):
         q = onz[k]
@@ -138,7 +139,9 @@ def _grow_rows(A, n):
 def _grow_square(A, n):
     B = np.zeros((n, n), dtype=A.dtype)
     k = A.shape[0]
-    B[:k, :k] = A
+    for i in range(k):
+        for j in range(k):
+            B[i, j] = A[i, j]
     return B
 
 
@@ -496,7 +499,8 @@ def _collect_support(p, n, V, slot, y):
     for i in range(n):
         if y[i] > 0.0:
             weights[k] = y[i] / total
-            verts[k, :] = V[slot[i]]
+            for j in range(p):
+                verts[k, j] = V[slot[i], j]
             mu += weights[k] * verts[k]
             k += 1
     return mu, verts, weights

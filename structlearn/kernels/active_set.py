@@ -242,7 +242,8 @@ def sparsemap_active_set_batch(Eta, n_unary, oracle, params, max_iter, tol):
     Mu = np.empty((n, p))
     for i in range(n):
         mu, _, _, _ = sparsemap_active_set(Eta[i], n_unary, oracle, params, max_iter, tol)
-        Mu[i, :] = mu
+        for j in range(p):
+            Mu[i, j] = mu[j]
     return Mu
 
 

@@ -32,7 +32,8 @@ def sparsemap_conditional_gradient(eta, n_unary, oracle, params, variant, max_it
     y = np.zeros(cap)
     out = np.zeros(p)
     oracle(eta, params, out)
-    V[0, :] = out
+    for j in range(p):
+        V[0, j] = out[j]
     y[0] = 1.0
     m = 1
     mu = out.copy()
@@ -41,8 +42,8 @@ def sparsemap_conditional_gradient(eta, n_unary, oracle, params, variant, max_it
     n_iter = 0
     for it in range(max_iter):
         n_iter = it + 1
-        adj[:] = eta
-        adj[:n_unary] -= mu[:n_unary]
+        for j in range(p):
+            adj[j] = eta[j] - mu[j] if j < n_unary else eta[j]
         oracle(adj, params, out)
         # forward direction d_F = a_s - mu; gap = <eta - [u; 0], d_F>
         gap_f = np.dot(adj, out) - np.dot(adj, mu)
@@ -87,7 +88,8 @@ def sparsemap_conditional_gradient(eta, n_unary, oracle, params, variant, max_it
             break
         if s < 0 and mode != 1:
             s = m
-            V[m, :] = out
+            for j in range(p):
+                V[m, j] = out[j]
             y[m] = 0.0
             m += 1
         if mode == 0:
@@ -107,7 +109,8 @@ def sparsemap_conditional_gradient(eta, n_unary, oracle, params, variant, max_it
         for i in range(m):
             if y[i] > 1e-14:
                 if k != i:
-                    V[k, :] = V[i, :]
+                    for j in range(p):
+                        V[k, j] = V[i, j]
                     y[k] = y[i]
                 k += 1
         m = k

@@ -101,7 +101,9 @@ def isotonic_decreasing_batch(Theta):
     n = Theta.shape[0]
     out = np.empty((n, Theta.shape[1]))
     for i in range(n):
-        out[i, :] = isotonic_decreasing(Theta[i])
+        row = isotonic_decreasing(Theta[i])
+        for j in range(row.shape[0]):
+            out[i, j] = row[j]
     return out
 
 
@@ -130,6 +132,14 @@ def _permutahedron_sorted_w(theta, w_sorted):
 
 
 @njit(cache=True)
+def _sorted_decreasing(w):
+    """``w`` in non-increasing order, by the stable argsort that
+    :func:`_permutahedron_sorted_w` uses anyway (``np.sort`` would compile
+    a second sort algorithm, seconds on a cold start)."""
+    return w[np.argsort(-w, kind="mergesort")]
+
+
+@njit(cache=True)
 def project_permutahedron(theta, w):
     """Euclidean projection onto the permutahedron induced by ``w``.
 
@@ -148,8 +158,7 @@ def project_permutahedron(theta, w):
     -------
     mu : ndarray of shape (k,), float64
     """
-    w_sorted = -np.sort(-w)
-    return _permutahedron_sorted_w(theta, w_sorted)
+    return _permutahedron_sorted_w(theta, _sorted_decreasing(w))
 
 
 @njit(cache=True)
@@ -167,7 +176,9 @@ def project_permutahedron_batch(Theta, w):
     """
     n = Theta.shape[0]
     out = np.empty((n, Theta.shape[1]))
-    w_sorted = -np.sort(-w)
+    w_sorted = _sorted_decreasing(w)
     for i in range(n):
-        out[i, :] = _permutahedron_sorted_w(Theta[i], w_sorted)
+        row = _permutahedron_sorted_w(Theta[i], w_sorted)
+        for j in range(row.shape[0]):
+            out[i, j] = row[j]
     return out

@@ -311,7 +311,8 @@ def knapsack_slack_violator_batch(Theta, Y, lower, upper):
     out = np.empty((n, k))
     for i in range(n):
         v, _ = knapsack_slack_violator(Theta[i], Y[i], lower, upper)
-        out[i, :] = v
+        for j in range(k):
+            out[i, j] = v[j]
     return out
 
 
@@ -356,7 +357,9 @@ def permutahedron_poslearn_batch(Theta, Ranks0, w):
                 continue
             costs[i, j] = 0.5 * (w[best_r] - w[t]) ** 2
             scores[i, j] = MM[j, best_r]
-            ranks[i, j, :] = permutahedron_pinned_ranks(th, j, best_r)
+            r = permutahedron_pinned_ranks(th, j, best_r)
+            for t2 in range(r.shape[0]):
+                ranks[i, j, t2] = r[t2]
     return costs, scores, ranks
 
 

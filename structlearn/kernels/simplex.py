@@ -110,7 +110,9 @@ def project_simplex_batch(Theta):
     n = Theta.shape[0]
     out = np.empty((n, Theta.shape[1]))
     for i in range(n):
-        out[i, :] = project_simplex(Theta[i])
+        row = project_simplex(Theta[i])
+        for j in range(row.shape[0]):
+            out[i, j] = row[j]
     return out
 
 
@@ -262,7 +264,9 @@ def project_knapsack_batch(Theta, lower, upper):
     n = Theta.shape[0]
     out = np.empty((n, Theta.shape[1]))
     for i in range(n):
-        out[i, :] = project_knapsack(Theta[i], lower, upper)
+        row = project_knapsack(Theta[i], lower, upper)
+        for j in range(row.shape[0]):
+            out[i, j] = row[j]
     return out
 
 
@@ -369,5 +373,7 @@ def project_knapsack_kl_batch(Theta, lower, upper):
     n = Theta.shape[0]
     out = np.empty((n, Theta.shape[1]))
     for i in range(n):
-        out[i, :] = project_knapsack_kl(Theta[i], lower, upper)
+        row = project_knapsack_kl(Theta[i], lower, upper)
+        for j in range(row.shape[0]):
+            out[i, j] = row[j]
     return out

@@ -36,7 +36,8 @@ def sparsemap_active_set_ragged(theta, part_off, n_unary, oracle, params_flat, p
         eta = theta[a:b].copy()
         params = params_flat[params_off[i]:params_off[i + 1]].copy()
         m, _, _, _ = sparsemap_active_set(eta, n_unary[i], oracle, params, max_iter, tol)
-        mu[a:b] = m
+        for j in range(b - a):
+            mu[a + j] = m[j]
     return mu
 
 
@@ -92,16 +93,19 @@ def sparsemap_active_set_warm_ragged(theta, part_off, n_unary, oracle, encode, p
         mi, verts, wts, _ = sparsemap_active_set_warm(theta[a:a + p].copy(), n_unary[i],
                                                       oracle, params, max_iter, tol, V0,
                                                       w0[s0:s0 + m0].copy())
-        mu[a:a + p] = mi
+        for j in range(p):
+            mu[a + j] = mi[j]
         k = wts.shape[0]
         s = sup_off[i]
         if s + k > wout.shape[0]:
             grown = np.zeros(2 * (s + k))
-            grown[:s] = wout[:s]
+            for j in range(s):
+                grown[j] = wout[j]
             wout = grown
         if opos + k * R > codes.shape[0]:
             grown_c = np.zeros(2 * (opos + k * R), dtype=np.int16)
-            grown_c[:opos] = codes[:opos]
+            for j in range(opos):
+                grown_c[j] = codes[j]
             codes = grown_c
         for j in range(k):
             wout[s + j] = wts[j]

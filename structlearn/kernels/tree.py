@@ -88,7 +88,7 @@ from numba import njit
 
 from ._lazy import njit_on_first_call
 from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE, block_params
-from .tree_map import _map_into
+from .tree_map import _eisner_into, _map_into, _mst_into
 from .projections import project_simplex
 from .tree_marginals import _inside_outside_hm, _lse_terms, _matrix_tree_impl, _to_layout
 
@@ -299,18 +299,35 @@ def tree_block_params(word_off, single_root, projective):
 
 
 # ------------------------------------------------------------ batch kernels
-@njit(cache=True, nogil=True)
+# One kernel per algorithm, chosen in Python: a kernel that branched on
+# ``projective`` at run time would compile both algorithms (Eisner and
+# Chu-Liu-Edmonds, inside-outside and the matrix-tree theorem) on a cold
+# start, although a model uses one (benchmarks/micro/bench_compile.py).
 def map_batch(theta, arc_off, word_off, single_root, projective):
     """MAP tree of every sentence (:func:`~structlearn.kernels.tree_map.mst_heads`, or :func:`~structlearn.kernels.tree_map.eisner_heads`
     when ``projective``); flat int64 heads."""
+    kernel = _map_batch_eisner if projective else _map_batch_mst
+    return kernel(theta, arc_off, word_off, bool(single_root))
+
+
+@njit(cache=True, nogil=True)
+def _map_batch_mst(theta, arc_off, word_off, single_root):
     heads = np.empty(word_off[-1], dtype=np.int64)
     for i in range(word_off.shape[0] - 1):
         S = _block(theta, arc_off, word_off, i)
-        _map_into(S, single_root, projective, -1, -1, heads, word_off[i])
+        _mst_into(S, single_root, -1, -1, heads, word_off[i])
     return heads
 
 
 @njit(cache=True, nogil=True)
+def _map_batch_eisner(theta, arc_off, word_off, single_root):
+    heads = np.empty(word_off[-1], dtype=np.int64)
+    for i in range(word_off.shape[0] - 1):
+        S = _block(theta, arc_off, word_off, i)
+        _eisner_into(S, single_root, -1, -1, heads, word_off[i])
+    return heads
+
+
 def marginals_batch(theta, arc_off, word_off, single_root, projective):
     """Arc marginals and log-partition of every sentence (:func:`~structlearn.kernels.tree_marginals.matrix_tree`,
     or :func:`~structlearn.kernels.tree_marginals.inside_outside` when ``projective``).
@@ -318,15 +335,31 @@ def marginals_batch(theta, arc_off, word_off, single_root, projective):
     Returns ``(mu, logZ)``: flat marginals in the layout of ``theta`` and
     the log-partition function of every sentence.
     """
+    kernel = _marginals_batch_inside_outside if projective else _marginals_batch_matrix_tree
+    return kernel(theta, arc_off, word_off, bool(single_root))
+
+
+@njit(cache=True, nogil=True)
+def _marginals_batch_matrix_tree(theta, arc_off, word_off, single_root):
     n_sent = word_off.shape[0] - 1
     mu = np.zeros(arc_off[n_sent])
     logZ = np.empty(n_sent)
     for i in range(n_sent):
         S = _block(theta, arc_off, word_off, i)
-        if projective:
-            lz, muhm = _inside_outside_hm(S, single_root)
-        else:
-            lz, muhm = _matrix_tree_impl(S, single_root, False)
+        lz, muhm = _matrix_tree_impl(S, single_root, False)
+        logZ[i] = lz
+        _to_layout(muhm, mu, arc_off[i])
+    return mu, logZ
+
+
+@njit(cache=True, nogil=True)
+def _marginals_batch_inside_outside(theta, arc_off, word_off, single_root):
+    n_sent = word_off.shape[0] - 1
+    mu = np.zeros(arc_off[n_sent])
+    logZ = np.empty(n_sent)
+    for i in range(n_sent):
+        S = _block(theta, arc_off, word_off, i)
+        lz, muhm = _inside_outside_hm(S, single_root)
         logZ[i] = lz
         _to_layout(muhm, mu, arc_off[i])
     return mu, logZ

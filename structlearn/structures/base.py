@@ -212,6 +212,15 @@ class Structure:
             f"the 'crf' loss is not available here. Losses that work: "
             f"{', '.join(MAP_LOSSES)}.")
 
+    def check_marginals(self):
+        """Raise :class:`IntractableError` where :meth:`marginals` is
+        intractable, computing nothing (the CRF loss's check: computing
+        marginals on a toy instance would compile the marginal kernels for
+        nothing, seconds on a cold start).  A structure with marginals
+        overrides :meth:`marginals_and_log_partition`."""
+        if type(self).marginals_and_log_partition is Structure.marginals_and_log_partition:
+            Structure.marginals(self, None)  # raises IntractableError
+
     def log_partition(self, theta):
         """``log sum_y exp <theta, phi(y)>`` per row."""
         return self.marginals_and_log_partition(theta)[1]

@@ -188,6 +188,28 @@ def test_poslearn_bounds_the_slack_loss_and_its_gradient_is_exact(view, seed):
     assert (v2 - value) / h == pytest.approx(grad @ d, abs=1e-5)
 
 
+def test_check_marginals_agrees_with_marginals_and_computes_nothing(view, monkeypatch):
+    # the CRF loss's up-front check: raises exactly where marginals do,
+    # without running (and so compiling) the marginal kernels
+    S = view.S
+    try:
+        S.marginals_and_log_partition(view.batch(view.theta(0)))
+        tractable = True
+    except IntractableError:
+        tractable = False
+
+    def fail(*args):
+        raise AssertionError("check_marginals computed marginals")
+
+    monkeypatch.setattr(S, "marginals_and_log_partition", fail, raising=False)
+    monkeypatch.setattr(S, "marginals", fail, raising=False)
+    if tractable:
+        S.check_marginals()
+    else:
+        with pytest.raises(IntractableError, match="#P-hard"):
+            S.check_marginals()
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_marginals_are_the_gibbs_expectation(view, seed):
     S = view.S
