@@ -30,6 +30,18 @@ the alpha that 3-fold cross-validation inside dev selected for the CRF
 there (``parsing_small_data.md``).  Beside them: UDPipe 1.2's published
 scores with gold tokenisation and gold morphology (UD 2.3 models).
 
+**Prediction throughput** (``--predict-throughput``): sentences/s of
+``DependencyParser.predict`` on EWT dev (features, scores and MST decoding,
+from token dicts to head arrays), measured in one process, alternating, for
+the materialised path (every arc's feature ids built, then summed: the
+training path, and ``predict`` before the fused kernel) and the fused path
+(``predict``: features hashed and weights summed in one pass), with
+``n_jobs=1`` and ``2``, and MST decoding alone on the same arc scores; the
+predictions of both paths are checked identical.  The parser: ``--model
+PATH`` (a pickled fitted DependencyParser), else a perceptron (3 epochs)
+fitted on EWT train (``--n-train``).  ``--loaded`` repeats the measurement
+beside one CPU-bound process (``python -c "while True: pass"``).
+
 Usage::
 
     python benchmarks/bench_parsing.py --quick                 # 2,000 sentences, prints only
@@ -37,6 +49,7 @@ Usage::
     python benchmarks/bench_parsing.py --labelled --losses crf --treebanks en_ewt,ro_rrt
     python benchmarks/bench_parsing.py                         # every loss, full data
     python benchmarks/bench_parsing.py --losses crf,perceptron --alphas 1e-5,1e-4
+    python benchmarks/bench_parsing.py --predict-throughput [--model parser.pkl] [--loaded]
 """
 
 import sys
@@ -125,6 +138,129 @@ def decoding_speed(est, X):
         map_batch(theta, arc_off, off, True, projective)
         out[name] = len(X) / (time.perf_counter() - t0)
     return out
+
+
+def materialised_predict(est, X, n_jobs):
+    """``predict`` through the materialised arc features (the training
+    path; ``DependencyParser.predict`` before the fused kernel): feature ids
+    of every arc in chunks of 256 sentences on threads, summed, decoded."""
+    from structlearn.kernels.arcs import arc_scores
+    from structlearn.solvers import n_workers, thread_map
+    from structlearn.structures.tree import Tree
+
+    vec = est.vectorizer_
+    A, off = vec.transform(X)
+    n_threads = n_workers(n_jobs, len(off) - 1)
+    cache = ArcFeatureMap(vec, A, off, n_threads)
+
+    def run(c):
+        a, b = cache.ranges[c]
+        st = Tree(off[a:b + 1] - off[a], single_root=est.single_root,
+                  projective=est.projective)
+        return st.argmax(arc_scores(*cache.chunks[c], est.coef_))
+
+    flat = np.concatenate(thread_map(run, range(len(cache.chunks)), n_threads))
+    return [flat[off[i]:off[i + 1]] for i in range(len(off) - 1)]
+
+
+def throughput_rows(est, X, repeat, condition):
+    """Sentences/s of the materialised and fused predict (n_jobs 1, 2) and of
+    MST decoding alone, alternating, ``repeat`` rounds; checks both paths
+    predict the same heads."""
+    theta = np.concatenate([s.ravel() for s in est.decision_function(X)])
+    off = np.concatenate([[0], np.cumsum([len(s) for s in X])]).astype(np.int64)
+    arc_off = tree_arc_offsets(off)
+    times = {}
+    for r in range(repeat):
+        for n_jobs in (1, 2):
+            est.set_params(n_jobs=n_jobs)
+            for path in ("materialised", "fused"):
+                t0 = time.perf_counter()
+                pred = (materialised_predict(est, X, n_jobs) if path == "materialised"
+                        else est.predict(X))
+                times.setdefault((path, n_jobs), []).append(time.perf_counter() - t0)
+                if r == 0:
+                    if path == "materialised":
+                        ref = np.concatenate(pred)
+                    elif not np.array_equal(np.concatenate(pred), ref):
+                        raise SystemExit("fused and materialised predictions differ")
+        t0 = time.perf_counter()
+        map_batch(theta, arc_off, off, est.single_root, est.projective)
+        times.setdefault(("mst decoding alone", 1), []).append(time.perf_counter() - t0)
+    rows = []
+    for (path, n_jobs), ts in times.items():
+        sps = len(X) / np.asarray(ts)
+        row = dict(condition=condition, path=path, n_jobs=n_jobs, repeat=repeat,
+                   sent_per_s_median=round(float(np.median(sps))),
+                   sent_per_s_min=round(float(sps.min())),
+                   sent_per_s_max=round(float(sps.max())))
+        if path == "fused":   # per-round ratio against the materialised path
+            ratio = np.asarray(times[("materialised", n_jobs)]) / np.asarray(ts)
+            row.update(speedup_median=round(float(np.median(ratio)), 2),
+                       speedup_min=round(float(ratio.min()), 2),
+                       speedup_max=round(float(ratio.max()), 2))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def main_throughput(args, argv):
+    import os
+    import pickle
+    import subprocess
+
+    Xdev, _ = ewt_parsing_xy("dev")
+    if args.model:
+        with open(args.model, "rb") as fh:
+            est = pickle.load(fh)
+        source = f"loaded from {args.model}"
+    else:
+        n_train = 2000 if args.quick else args.n_train
+        Xtr, ytr = ewt_parsing_xy("train", n_train)
+        t0 = time.perf_counter()
+        est = DependencyParser(loss="perceptron", max_iter=3, n_jobs=args.n_jobs,
+                               random_state=0).fit(Xtr, ytr)
+        source = (f"perceptron, 3 epochs on {len(Xtr)} EWT train sentences "
+                  f"({time.perf_counter() - t0:.0f} s)")
+    n = np.array([len(s) for s in Xdev])
+    print(f"parser: {source}, {len(est.coef_)} features; EWT dev {len(Xdev)} sentences, "
+          f"{n.sum()} words, {int((n * (n + 1)).sum())} arcs", flush=True)
+    est.predict(Xdev[:20])   # compile
+    rows = throughput_rows(est, Xdev, args.repeat, "as found")
+    if args.loaded:
+        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            rows += throughput_rows(est, Xdev, args.repeat, "+1 busy process")
+        finally:
+            busy.kill()
+            busy.wait()
+    out = out_stem(args, "parsing_predict_throughput")
+    if out is None:
+        return
+    write_csv(f"{out}.csv", rows)
+    info = machine_info()
+    body = [[r["condition"], r["path"], r["n_jobs"], r["sent_per_s_median"],
+             f"{r['sent_per_s_min']}-{r['sent_per_s_max']}",
+             "" if "speedup_median" not in r else
+             f"{r['speedup_median']} ({r['speedup_min']}-{r['speedup_max']})"]
+            for r in rows]
+    text = ["# Parser prediction throughput: UD English EWT dev", "",
+            f"Command: `{command_line(argv)}`.  Parser: {source}, {len(est.coef_)} "
+            f"features.  EWT dev: {len(Xdev)} sentences, {n.sum()} words, "
+            f"{int((n * (n + 1)).sum())} candidate arcs.  End to end: token dicts in, "
+            "head arrays out (attributes, arc features and scores, MST).  "
+            "'materialised': every arc's feature ids built, then summed (the training "
+            "path); 'fused': `DependencyParser.predict` (hashing and summing in one "
+            "pass, arc_scores_direct).  Both predict the same heads (checked).  "
+            f"{args.repeat} rounds, alternating; median and range of sentences/s; "
+            "'speedup': per round, materialised time / fused time.  "
+            f"Load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
+            "(the machine is shared).", "",
+            "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()), "",
+            md_table(["condition", "path", "n_jobs", "sentences/s (median)", "range",
+                      "speedup (median, range)"], body), ""]
+    path = write_text(out, "\n".join(text))
+    print(f"wrote {path}")
 
 
 def run(name, alpha, data, n_jobs, solver="auto"):
@@ -318,7 +454,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         epilog="--quick: 2,000 training sentences",
-        parents=[common_parser("quick", "n_jobs", "out", "no_write", "data", n_jobs=2,
+        parents=[common_parser("quick", "n_jobs", "repeat", "out", "no_write", "data",
+                               n_jobs=2, repeat=5,
                                out="parsing_ewt[_n<N>][_nj<n_jobs>]")])
     ap.add_argument("--losses", default=",".join(LOSSES))
     ap.add_argument("--alphas", default=None,
@@ -337,7 +474,17 @@ def main(argv=None):
                          "others on dev)")
     ap.add_argument("--resume", action="store_true",
                     help="with --labelled: keep the rows of the results CSV, run the others")
+    ap.add_argument("--predict-throughput", action="store_true",
+                    help="sentences/s of predict on EWT dev: materialised vs fused path, "
+                         "n_jobs 1 and 2, and MST decoding alone")
+    ap.add_argument("--model", default=None,
+                    help="with --predict-throughput: a pickled fitted DependencyParser")
+    ap.add_argument("--loaded", action="store_true",
+                    help="with --predict-throughput: measure again beside one CPU-bound "
+                         "process")
     args = parse_args(ap, argv)
+    if args.predict_throughput:
+        return main_throughput(args, argv)
     if args.labelled:
         if args.losses == ",".join(LOSSES):
             args.losses = "crf"

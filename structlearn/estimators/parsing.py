@@ -11,8 +11,7 @@ from .._validation import as_array, check_int, check_solution, describe
 from ..feature_extraction import ArcVectorizer, check_sentences
 from ..feature_maps import ArcFeatureMap
 from ..feature_selection import SelectionProblem, TemplateRestrictor
-from ..kernels.arcs import arc_scores
-from ..kernels.tree import projective_trees
+from ..kernels.tree import projective_trees, tree_arc_offsets
 from ..kernels.tree_validation import validate_heads
 from ..losses import get_loss
 from ..metrics import las, uas
@@ -21,6 +20,19 @@ from ..structures.chain import Chain
 from ..structures.tree import Tree
 from ._arc_labels import label_features, split_targets
 from ._base import StructuredLinearModel
+
+def _arc_balanced_ranges(word_off, n_threads):
+    """Contiguous sentence ranges with about equal numbers of arcs
+    (``sum n_i (n_i + 1)``), enough for ``n_threads`` threads to share the
+    work evenly (4 per thread) and at most 256 sentences each on average."""
+    n_sent = len(word_off) - 1
+    n = np.diff(word_off)
+    k = int(min(n_sent, max(4 * n_threads, -(-n_sent // 256))))
+    cum = np.cumsum(n * (n + 1))
+    cuts = np.searchsorted(cum, cum[-1] * np.arange(1, k) / k, side="right")
+    bounds = np.unique(np.concatenate(([0], cuts, [n_sent])))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
 
 def parser_problem(feature_map, heads, loss, single_root, projective, n_jobs=None):
     """The training problem of an arc-factored parser: the generic
@@ -357,38 +369,41 @@ class DependencyParser(StructuredLinearModel):
                                 restrictor=TemplateRestrictor(list(vec.template_names_)))
 
     # -------------------------------------------------------------- predict
-    def _chunks(self, X):
-        """Arc caches of X's chunks with their Tree structures."""
+    def _scored(self, X):
+        """Token attributes and word offsets of X, and sentence ranges to score
+        on threads."""
         check_is_fitted(self, "coef_")
         A, word_off = self.vectorizer_.transform(X)
         n_threads = n_workers(self.n_jobs, len(word_off) - 1)
-        cache = ArcFeatureMap(self.vectorizer_, A, word_off, n_threads)
-        return cache, n_threads
+        return A, word_off, _arc_balanced_ranges(word_off, n_threads), n_threads
 
     def _per_chunk(self, X, fn):
-        """``fn(theta, structure)`` per chunk; results concatenated per sentence."""
-        cache, n_threads = self._chunks(X)
+        """``fn(theta, structure)`` per range of sentences, the arc scores
+        computed without materialising the arc features
+        (:meth:`ArcVectorizer.arc_scores`); results concatenated per sentence
+        by :meth:`_split`."""
+        A, word_off, ranges, n_threads = self._scored(X)
+        coef = np.ascontiguousarray(self.coef_, dtype=np.float64)
 
-        def run(c):
-            indptr, ids = cache.chunks[c]
-            a, b = cache.ranges[c]
-            wo = cache.word_off[a:b + 1] - cache.word_off[a]
-            st = Tree(wo, single_root=self.single_root, projective=self.projective)
-            return fn(arc_scores(indptr, ids, self.coef_), st)
+        def run(ab):
+            a, b = ab
+            st = Tree(word_off[a:b + 1] - word_off[a], single_root=self.single_root,
+                      projective=self.projective)
+            return fn(self.vectorizer_.arc_scores(A, word_off, a, b, coef), st)
 
-        return cache, thread_map(run, range(len(cache.chunks)), n_threads)
+        return word_off, thread_map(run, ranges, n_threads)
 
-    def _split(self, cache, flat_parts, per="word"):
-        off = cache.word_off if per == "word" else cache.arc_off
+    def _split(self, word_off, flat_parts, per="word"):
+        off = word_off if per == "word" else tree_arc_offsets(word_off)
         flat = np.concatenate(flat_parts)
         return [flat[off[i]:off[i + 1]] for i in range(len(off) - 1)]
 
     def decision_function(self, X):
         """Arc scores: a list of (n, n + 1) arrays, ``[m - 1, h]`` = score of
         ``h -> m`` (self-loop entries are 0 and never used)."""
-        cache, parts = self._per_chunk(X, lambda theta, st: theta)
-        n = np.diff(cache.word_off)
-        return [s.reshape(k, k + 1) for s, k in zip(self._split(cache, parts, "arc"), n)]
+        word_off, parts = self._per_chunk(X, lambda theta, st: theta)
+        n = np.diff(word_off)
+        return [s.reshape(k, k + 1) for s, k in zip(self._split(word_off, parts, "arc"), n)]
 
     def predict(self, X):
         """Predicted trees, in the form of the targets ``fit`` was given.
@@ -418,26 +433,26 @@ class DependencyParser(StructuredLinearModel):
         else:
             def decode(theta, st):
                 return st.argmax(theta)
-        cache, parts = self._per_chunk(X, decode)
-        return self._split(cache, parts)
+        word_off, parts = self._per_chunk(X, decode)
+        return self._split(word_off, parts)
 
     def predict_marginals(self, X):
         """Arc marginals under the loss (matrix-tree / inside-outside for
         'crf', SparseMAP or projected marginals, MAP indicators for the
         max-margin losses): a list of (n, n + 1) arrays."""
-        cache, parts = self._per_chunk(X, lambda theta, st: self.loss_.mean(theta, st))
-        n = np.diff(cache.word_off)
-        return [m.reshape(k, k + 1) for m, k in zip(self._split(cache, parts, "arc"), n)]
+        word_off, parts = self._per_chunk(X, lambda theta, st: self.loss_.mean(theta, st))
+        n = np.diff(word_off)
+        return [m.reshape(k, k + 1) for m, k in zip(self._split(word_off, parts, "arc"), n)]
 
     def predict_sparse(self, X, max_iter=1000, tol=1e-9):
         """SparseMAP distribution over trees of every sentence: a list of
         ``[(heads, weight), ...]`` sorted by decreasing weight."""
-        cache, _ = self._chunks(X)
+        A, word_off, _, _ = self._scored(X)
+        coef = np.ascontiguousarray(self.coef_, dtype=np.float64)
         out = []
-        for i in range(len(cache.word_off) - 1):
-            indptr, ids = cache.arcs_of(i)
-            theta = arc_scores(indptr, ids, self.coef_)
-            n = cache.word_off[i + 1] - cache.word_off[i]
+        for i in range(len(word_off) - 1):
+            theta = self.vectorizer_.arc_scores(A, word_off, i, i + 1, coef)
+            n = word_off[i + 1] - word_off[i]
             st = Tree(np.array([0, n]), single_root=self.single_root,
                       projective=self.projective)
             _, V, wts, _ = st.sparsemap_support(theta, max_iter=max_iter, tol=tol)

@@ -11,8 +11,10 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import check_int, describe
 from ..kernels.arcs import (
     ATTRIBUTES,
+    N_BASE,
     TEMPLATES,
     arc_feature_ids,
+    arc_scores_direct,
     build_table,
     gold_arc_keys,
     template_names,
@@ -221,7 +223,7 @@ class ArcVectorizer(BaseEstimator):
         self.templates_ = tmpl[starts[keep]].astype(np.int16)
         del keys, tmpl
         capacity = 1 << int(np.ceil(np.log2(max(16, 2 * len(uniq)))))
-        self._table = build_table(uniq, capacity)
+        self._table = _numpy_owned(build_table(uniq, capacity))
         self.vocabularies_ = vocabularies
         self.n_features_ = len(uniq)
         self.template_names_ = template_names()
@@ -260,6 +262,43 @@ class ArcVectorizer(BaseEstimator):
         """``(indptr, ids)`` of every arc of sentences ``a..b-1`` (see
         :func:`structlearn.kernels.arcs.arc_feature_ids`)."""
         return arc_feature_ids(A, word_off, a, b, TEMPLATES, self._table)
+
+    def arc_scores(self, A, word_off, a, b, coef):
+        """Arc scores ``theta = A(x) coef`` of sentences ``a..b-1`` without
+        materialising their features: the scores of :meth:`arc_features`
+        (bit for bit), hashed and summed in one pass (see
+        :func:`structlearn.kernels.arcs.arc_scores_direct`)."""
+        return arc_scores_direct(A, word_off, a, b, TEMPLATES, self._table,
+                                 np.ascontiguousarray(coef, dtype=np.float64),
+                                 _dd_implies_plain(_template_ids(self.templates)))
+
+    def __setstate__(self, state):
+        # an unpickled array is not in NumPy's (huge-page) allocation: copy
+        # the feature table there (see _numpy_owned)
+        if isinstance(state.get("_table"), np.ndarray):
+            state = dict(state, _table=_numpy_owned(state["_table"]))
+        super().__setstate__(state)
+
+
+def _numpy_owned(a):
+    """A copy of ``a`` allocated by NumPy, which asks Linux for transparent
+    huge pages on large arrays (a Numba-allocated or unpickled array does
+    not get them).  The feature table is hundreds of MB read at random: with
+    4 KB pages nearly every lookup also misses the TLB."""
+    out = np.empty_like(a)
+    out[...] = a
+    return out
+
+
+def _dd_implies_plain(allowed):
+    """Whether every kept direction-distance feature has its plain feature
+    kept: true with all templates (a plain feature is counted on every gold
+    arc its conjoined one is on, so ``min_freq`` keeps it too) and with a
+    template subset that keeps the plain template of every conjoined one."""
+    if allowed is None:
+        return True
+    kept = set(int(t) for t in allowed)
+    return all(t - N_BASE in kept for t in kept if t >= N_BASE)
 
 
 def _template_ids(templates):

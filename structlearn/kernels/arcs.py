@@ -21,6 +21,8 @@ last word), 1 = unknown value, 2 = the root (position 0), known values from
 import numpy as np
 from numba import njit
 
+from ._math import prefetch
+
 #: Token attribute columns, in this order.
 ATTRIBUTES = ("form", "lemma", "upos", "xpos", "prefix", "feats")
 FORM, LEMMA, UPOS, XPOS, PREFIX, FEATS = range(6)
@@ -74,6 +76,12 @@ TEMPLATE_ITEMS = tuple(
      _t((H, FEATS), (H, UPOS), (M, UPOS)), _t((H, UPOS), (M, FEATS), (M, UPOS)),
      _t((H, FEATS), (H, UPOS), (M, FEATS), (M, UPOS))]
     + _pos_templates(UPOS) + _pos_templates(XPOS))
+_HEAD_SIDE = (H, H_PREV, H_NEXT)
+for _items in TEMPLATE_ITEMS:  # sentence_states relies on it
+    _sides = [p in _HEAD_SIDE for p, _ in _items]
+    if _sides != sorted(_sides, reverse=True):
+        raise AssertionError(f"template {_items}: head-side items must come first")
+del _items, _sides
 #: In-between templates (head POS, POS of a word strictly between head and
 #: modifier, modifier POS; once per distinct tag), with UPOS and with XPOS.
 BETWEEN_ATTRS = (UPOS, XPOS)
@@ -138,6 +146,127 @@ def _dir_dist(h, m):
     return b + (8 if h < m else 0)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _head_items(T, t):
+    """Number of leading items of template ``t`` read at the head's side
+    (``h``, ``h-1``, ``h+1``); the others read the modifier's side."""
+    c = 0
+    for j in range(T[t, 0]):
+        p = T[t, 1 + 2 * j]
+        if p != H and p != H_PREV and p != H_NEXT:
+            break
+        c += 1
+    return c
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _position(p, h, m):
+    """Sentence position of the relative position ``p`` of the arc ``h -> m``."""
+    return h if p == H else m if p == M else h - 1 if p == H_PREV else \
+        h + 1 if p == H_NEXT else m - 1 if p == M_PREV else m + 1
+
+
+@njit(cache=True, nogil=True)
+def sentence_states(A, w0, n, T, S):
+    """Per template and sentence position, the hash of the template's items
+    on one side of an arc: the first step of every arc feature key.
+
+    Every template reads its head-side items first (checked at import).
+    ``S[t, p]`` (``p = 0..n``) is the hash state of template ``t`` after its
+    head-side items with the head at ``p``; for a template without head-side
+    items (it reads only the modifier's side) it is the template's whole
+    plain hash with the modifier at ``p``.  The plain hash of ``t`` on the
+    arc ``h -> m`` is then :func:`_plain_hash`: ``S[t, h]`` continued over
+    the modifier-side items (or ``S[t, m]``).  ``S`` needs ``(T.shape[0],
+    n + 1)`` entries (uint64).
+    """
+    for t in range(T.shape[0]):
+        nh = _head_items(T, t)
+        stop = T[t, 0] if nh == 0 else nh
+        for p in range(n + 1):
+            x = _mix(np.uint64(0), t + 1)
+            for j in range(stop):
+                x = _mix(x, _attr(A, w0, n, _position(T[t, 1 + 2 * j], p, p),
+                                  T[t, 2 + 2 * j]))
+            S[t, p] = x
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _plain_hash(S, A, w0, n, T, t, nh, h, m):
+    """Plain hash of template ``t`` (``nh`` head-side items) on the arc
+    ``h -> m``, from :func:`sentence_states`."""
+    if nh == 0:
+        return S[t, m]
+    x = S[t, h]
+    for j in range(nh, T[t, 0]):
+        x = _mix(x, _attr(A, w0, n, _position(T[t, 1 + 2 * j], h, m), T[t, 2 + 2 * j]))
+    return x
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _plain_key(x):
+    """Key of a plain feature of hash ``x`` (non-zero, int64)."""
+    return np.int64(x | np.uint64(1))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _dd_key(x, dd):
+    """Key of the feature of hash ``x`` conjoined with direction-distance ``dd``."""
+    return np.int64(_mix(x, 1000 + dd) | np.uint64(1))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _between_base(A, w0, n, t, attr, h, m):
+    """Hash state of in-between template ``t`` (attribute ``attr``) on the arc
+    ``h -> m`` before the in-between word's attribute."""
+    return _mix(_mix(_mix(np.uint64(0), t + 1), _attr(A, w0, n, h, attr)),
+                _attr(A, w0, n, m, attr))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _between_key(base, v):
+    """Plain key of an in-between feature (its direction-distance key is
+    ``_dd_key(np.uint64(key), dd)``)."""
+    return np.int64(_mix(base, v) | np.uint64(1))
+
+
+@njit(cache=True, nogil=True)
+def _arc_keys_states(S, A, w0, n, h, m, T, out, tout):
+    """:func:`arc_keys` from the sentence's :func:`sentence_states` ``S``."""
+    dd = _dir_dist(h, m)
+    nt = T.shape[0]
+    k = 0
+    for t in range(nt):
+        x = _plain_hash(S, A, w0, n, T, t, _head_items(T, t), h, m)
+        out[k] = _plain_key(x)
+        out[k + 1] = _dd_key(x, dd)
+        tout[k] = t
+        tout[k + 1] = t + N_BASE
+        k += 2
+    # in-between POS, once per distinct tag, in the order of first occurrence
+    lo, hi = (h, m) if h < m else (m, h)
+    if hi - lo > 1:
+        for bi in range(len(BETWEEN_ATTRS)):
+            attr = BETWEEN_ATTRS[bi]
+            t = nt + bi
+            base = _between_base(A, w0, n, t, attr, h, m)
+            for b in range(lo + 1, hi):
+                v = _attr(A, w0, n, b, attr)
+                seen = False
+                for c in range(lo + 1, b):
+                    if _attr(A, w0, n, c, attr) == v:
+                        seen = True
+                        break
+                if not seen:
+                    x = _between_key(base, v)
+                    out[k] = x
+                    out[k + 1] = _dd_key(np.uint64(x), dd)
+                    tout[k] = t
+                    tout[k + 1] = t + N_BASE
+                    k += 2
+    return k
+
+
 @njit(cache=True, nogil=True)
 def arc_keys(A, w0, n, h, m, T, out, tout):
     """Feature keys of the arc ``h -> m`` into ``out`` and their templates
@@ -145,47 +274,14 @@ def arc_keys(A, w0, n, h, m, T, out, tout):
 
     ``out`` and ``tout`` need :func:`key_buffer_size` slots.  Keys are
     non-zero 64-bit hashes stored as int64, in pairs (plain, conjoined with
-    direction and distance).
+    direction and distance): the templates in order, then the in-between
+    templates once per distinct tag (in the order of first occurrence).
+    One arc at a time (it hashes the whole sentence's
+    :func:`sentence_states`): the batch kernels share those per sentence.
     """
-    dd = _dir_dist(h, m)
-    nt = T.shape[0]
-    k = 0
-    for t in range(nt):
-        x = _mix(np.uint64(0), t + 1)
-        for j in range(T[t, 0]):
-            p = T[t, 1 + 2 * j]
-            a = T[t, 2 + 2 * j]
-            pos = h if p == H else m if p == M else h - 1 if p == H_PREV else \
-                h + 1 if p == H_NEXT else m - 1 if p == M_PREV else m + 1
-            x = _mix(x, _attr(A, w0, n, pos, a))
-        out[k] = np.int64(x | np.uint64(1))
-        out[k + 1] = np.int64(_mix(x, 1000 + dd) | np.uint64(1))
-        tout[k] = t
-        tout[k + 1] = t + N_BASE
-        k += 2
-    # in-between POS, once per distinct tag
-    lo, hi = (h, m) if h < m else (m, h)
-    if hi - lo > 1:
-        for bi in range(len(BETWEEN_ATTRS)):
-            attr = BETWEEN_ATTRS[bi]
-            t = nt + bi
-            base = _mix(_mix(_mix(np.uint64(0), t + 1), _attr(A, w0, n, h, attr)),
-                        _attr(A, w0, n, m, attr))
-            start = k
-            for b in range(lo + 1, hi):
-                x = np.int64(_mix(base, _attr(A, w0, n, b, attr)) | np.uint64(1))
-                seen = False
-                for q in range(start, k, 2):
-                    if out[q] == x:
-                        seen = True
-                        break
-                if not seen:
-                    out[k] = x
-                    out[k + 1] = np.int64(_mix(np.uint64(x), 1000 + dd) | np.uint64(1))
-                    tout[k] = t
-                    tout[k + 1] = t + N_BASE
-                    k += 2
-    return k
+    S = np.empty((T.shape[0], n + 1), dtype=np.uint64)
+    sentence_states(A, w0, n, T, S)
+    return _arc_keys_states(S, A, w0, n, h, m, T, out, tout)
 
 
 @njit(cache=True, nogil=True)
@@ -212,12 +308,14 @@ def gold_arc_keys(A, word_off, heads, T):
     tmpl = np.empty(total, dtype=np.int16)
     buf = np.empty(key_buffer_size(T.shape[0], max_n), dtype=np.int64)
     tbuf = np.empty(len(buf), dtype=np.int64)
+    S = np.empty((T.shape[0], max_n + 1), dtype=np.uint64)
     k = 0
     for i in range(n_sent):
         w0 = word_off[i]
         n = word_off[i + 1] - w0
+        sentence_states(A, w0, n, T, S)
         for m in range(1, n + 1):
-            c = arc_keys(A, w0, n, heads[w0 + m - 1], m, T, buf, tbuf)
+            c = _arc_keys_states(S, A, w0, n, heads[w0 + m - 1], m, T, buf, tbuf)
             for j in range(c):
                 keys[k] = buf[j]
                 tmpl[k] = tbuf[j]
@@ -281,15 +379,17 @@ def arc_feature_ids(A, word_off, a, b, T, table):
     ids = np.empty(cap, dtype=np.int32)
     buf = np.empty(key_buffer_size(T.shape[0], max_n), dtype=np.int64)
     tbuf = np.empty(len(buf), dtype=np.int64)
+    S = np.empty((T.shape[0], max_n + 1), dtype=np.uint64)
     r = 0
     k = 0
     for i in range(a, b):
         w0 = word_off[i]
         n = word_off[i + 1] - w0
+        sentence_states(A, w0, n, T, S)
         for m in range(1, n + 1):
             for h in range(n + 1):
                 if h != m:
-                    c = arc_keys(A, w0, n, h, m, T, buf, tbuf)
+                    c = _arc_keys_states(S, A, w0, n, h, m, T, buf, tbuf)
                     if k + c > len(ids):
                         grown = np.empty(max(2 * len(ids), k + c), dtype=np.int32)
                         grown[:k] = ids[:k]
@@ -302,6 +402,247 @@ def arc_feature_ids(A, word_off, a, b, T, table):
                 r += 1
                 indptr[r] = k
     return indptr, ids[:k].copy()
+
+
+@njit(cache=True, nogil=True)
+def _template_kinds(T):
+    """Per template: its head-side item count and whether it reads only one
+    side of the arc (the head's or the modifier's)."""
+    nt = T.shape[0]
+    nh = np.empty(nt, dtype=np.int64)
+    one_side = np.empty(nt, dtype=np.bool_)
+    for t in range(nt):
+        nh[t] = _head_items(T, t)
+        one_side[t] = nh[t] == 0 or nh[t] == T[t, 0]
+    return nh, one_side
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _slot(table, key):
+    """Home slot of ``key`` in ``table`` (:func:`build_table`)."""
+    return np.int64(np.uint64(key) & np.uint64(len(table) // 2 - 1))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _request(table, keys, j, key):
+    """Queue ``key`` as the ``j``-th lookup of a batch and prefetch its slot."""
+    keys[j] = key
+    prefetch(table, 2 * _slot(table, key))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _answer(table, w, keys, ids, j):
+    """Look up the ``j``-th queued key: its id into ``ids[j]`` (-1 unknown),
+    prefetching its weight."""
+    f = _lookup(table, keys[j])
+    ids[j] = f
+    if f >= 0:
+        prefetch(w, f)
+
+
+@njit(cache=True, nogil=True)
+def arc_scores_direct(A, word_off, a, b, T, table, w, dd_implies_plain):
+    """Arc scores of sentences ``a..b-1`` straight from the token attributes:
+    :func:`arc_scores` of :func:`arc_feature_ids`, without materialising the
+    features.
+
+    The same keys as :func:`arc_keys` (from the same :func:`sentence_states`,
+    :func:`_plain_hash` and key functions), each looked up in ``table`` and
+    its weight added in the same order (an unknown feature adds 0.0, which
+    leaves a float sum unchanged), so the scores are bit-for-bit those of
+    the materialised path.  What is saved is work, not features:
+
+    * a template reading one side of the arc (10 read only the head, 10
+      only the modifier) has one plain key per word, looked up once per
+      sentence position, and one direction-distance key per (word,
+      direction-distance), looked up once;
+    * with ``dd_implies_plain`` (true when a direction-distance feature is
+      only kept with its plain feature: ``min_freq`` counts a plain feature
+      on every gold arc its conjoined one is on, so it holds unless
+      ``templates`` keeps a conjoined template without its plain one), the
+      direction-distance key of an unknown plain feature is not looked up;
+    * the in-between templates walk every pair ``lo < hi`` outward, adding
+      one in-between word at a time to the distinct tags, which the arcs
+      ``lo -> hi`` and ``hi -> lo`` share;
+    * the table is far larger than the caches, so a lookup costs a memory
+      load: an arc's keys are computed first, their slots prefetched, then
+      looked up, so that the loads overlap.
+
+    Returns theta in the tree kernels' layout (per sentence an ``(n, n + 1)``
+    block, modifier-major; self-loops 0.0).
+    """
+    nt = T.shape[0]
+    nh, one_side = _template_kinds(T)
+    pair = np.flatnonzero(~one_side)
+    n_arcs = 0
+    max_n = 0
+    for i in range(a, b):
+        n = word_off[i + 1] - word_off[i]
+        n_arcs += n * (n + 1)
+        max_n = max(max_n, n)
+    theta = np.zeros(n_arcs)
+    S = np.empty((nt, max_n + 1), dtype=np.uint64)
+    WP = np.zeros((nt, max_n + 1))                 # one-sided plain weights,
+    KP = np.zeros((nt, max_n + 1), dtype=np.bool_)  # whether known,
+    WD = np.empty((nt, max_n + 1, 16))             # direction-distance weights
+    DONE = np.zeros((nt, max_n + 1, 16), dtype=np.bool_)
+    nb = len(BETWEEN_ATTRS)
+    tags = np.empty((nb, max_n + 1), dtype=np.int64)
+    n_tags = np.zeros(nb, dtype=np.int64)
+    size = max(2 * nt, 4 * nb * (max_n + 1))
+    keys = np.empty(size, dtype=np.int64)          # a batch of lookups
+    ids = np.empty(size, dtype=np.int64)
+    src = np.empty(size, dtype=np.int64)           # what each lookup is for
+    hx = np.empty(size, dtype=np.uint64)           # plain hashes
+    PV = np.zeros(size)                            # plain weights
+    DV = np.zeros(size)                            # direction-distance weights
+    PK = np.zeros(size, dtype=np.bool_)
+    r0 = 0
+    for i in range(a, b):
+        w0 = word_off[i]
+        n = word_off[i + 1] - w0
+        sentence_states(A, w0, n, T, S)
+        c = 0
+        for t in range(nt):
+            if one_side[t]:
+                for p in range(n + 1):
+                    if c == size:
+                        for j in range(c):
+                            _answer(table, w, keys, ids, j)
+                        for j in range(c):
+                            q = src[j]
+                            WP[q // (n + 1), q % (n + 1)] = w[ids[j]] if ids[j] >= 0 else 0.0
+                            KP[q // (n + 1), q % (n + 1)] = ids[j] >= 0
+                        c = 0
+                    _request(table, keys, c, _plain_key(S[t, p]))
+                    src[c] = t * (n + 1) + p
+                    c += 1
+                    DONE[t, p, :] = False
+        for j in range(c):
+            _answer(table, w, keys, ids, j)
+        for j in range(c):
+            q = src[j]
+            WP[q // (n + 1), q % (n + 1)] = w[ids[j]] if ids[j] >= 0 else 0.0
+            KP[q // (n + 1), q % (n + 1)] = ids[j] >= 0
+        for m in range(1, n + 1):
+            for h in range(n + 1):
+                if h == m:
+                    continue
+                dd = _dir_dist(h, m)
+                # plain keys of the two-sided templates
+                c = 0
+                for t in pair:
+                    x = _plain_hash(S, A, w0, n, T, t, nh[t], h, m)
+                    hx[t] = x
+                    _request(table, keys, c, _plain_key(x))
+                    src[c] = t
+                    c += 1
+                for j in range(c):
+                    _answer(table, w, keys, ids, j)
+                for j in range(c):
+                    t = src[j]
+                    PK[t] = ids[j] >= 0
+                    PV[t] = w[ids[j]] if ids[j] >= 0 else 0.0
+                # direction-distance keys: two-sided, and one-sided not yet known
+                c = 0
+                for t in range(nt):
+                    DV[t] = 0.0
+                    if one_side[t]:
+                        p = m if nh[t] == 0 else h
+                        PV[t] = WP[t, p]
+                        PK[t] = KP[t, p]
+                        if DONE[t, p, dd]:
+                            DV[t] = WD[t, p, dd]
+                            continue
+                        hx[t] = S[t, p]
+                    if PK[t] or not dd_implies_plain:
+                        _request(table, keys, c, _dd_key(hx[t], dd))
+                        src[c] = t
+                        c += 1
+                    elif one_side[t]:
+                        WD[t, p, dd] = 0.0
+                        DONE[t, p, dd] = True
+                for j in range(c):
+                    _answer(table, w, keys, ids, j)
+                for j in range(c):
+                    t = src[j]
+                    v = w[ids[j]] if ids[j] >= 0 else 0.0
+                    DV[t] = v
+                    if one_side[t]:
+                        p = m if nh[t] == 0 else h
+                        WD[t, p, dd] = v
+                        DONE[t, p, dd] = True
+                s = 0.0
+                for t in range(nt):
+                    s += PV[t]
+                    s += DV[t]
+                theta[r0 + (m - 1) * (n + 1) + h] = s
+        # in-between tags: arcs lo -> hi and hi -> lo, hi walking away from lo
+        for lo in range(n - 1):
+            n_tags[:] = 0
+            for hi in range(lo + 2, n + 1):
+                for bi in range(nb):   # word hi - 1 joins the in-between words
+                    v = _attr(A, w0, n, hi - 1, BETWEEN_ATTRS[bi])
+                    new = True
+                    for q in range(n_tags[bi]):
+                        if tags[bi, q] == v:
+                            new = False
+                            break
+                    if new:
+                        tags[bi, n_tags[bi]] = v
+                        n_tags[bi] += 1
+                # plain keys of both arcs, then their direction-distance keys
+                c = 0
+                for side in range(2):
+                    h, m = (lo, hi) if side == 0 else (hi, lo)
+                    if m == 0:
+                        continue
+                    for bi in range(nb):
+                        base = _between_base(A, w0, n, nt + bi, BETWEEN_ATTRS[bi], h, m)
+                        for q in range(n_tags[bi]):
+                            _request(table, keys, c, _between_key(base, tags[bi, q]))
+                            c += 1
+                for j in range(c):
+                    _answer(table, w, keys, ids, j)
+                n_plain = c
+                for j in range(n_plain):
+                    PK[j] = ids[j] >= 0
+                    PV[j] = w[ids[j]] if ids[j] >= 0 else 0.0
+                    hx[j] = np.uint64(keys[j])
+                c = 0
+                j = 0
+                for side in range(2):
+                    h, m = (lo, hi) if side == 0 else (hi, lo)
+                    if m == 0:
+                        continue
+                    dd = _dir_dist(h, m)
+                    for bi in range(nb):
+                        for q in range(n_tags[bi]):
+                            DV[j] = 0.0
+                            if PK[j] or not dd_implies_plain:
+                                _request(table, keys, c, _dd_key(hx[j], dd))
+                                src[c] = j
+                                c += 1
+                            j += 1
+                for j in range(c):
+                    _answer(table, w, keys, ids, j)
+                for j in range(c):
+                    DV[src[j]] = w[ids[j]] if ids[j] >= 0 else 0.0
+                j = 0
+                for side in range(2):
+                    h, m = (lo, hi) if side == 0 else (hi, lo)
+                    if m == 0:
+                        continue
+                    r = r0 + (m - 1) * (n + 1) + h
+                    s = theta[r]
+                    for bi in range(nb):
+                        for q in range(n_tags[bi]):
+                            s += PV[j]
+                            s += DV[j]
+                            j += 1
+                    theta[r] = s
+        r0 += n * (n + 1)
+    return theta
 
 
 @njit(cache=True, nogil=True)

@@ -1,0 +1,135 @@
+"""The fused arc scores (``ArcVectorizer.arc_scores``, what ``DependencyParser``
+predicts with) against the materialised arc features (what it trains on), and
+the arc feature keys against a plain-Python statement of their definition."""
+
+import numpy as np
+import pytest
+
+from structlearn import DependencyParser
+from structlearn.feature_extraction import ArcVectorizer
+from structlearn.feature_maps import ArcFeatureMap
+from structlearn.kernels.arcs import (BETWEEN_ATTRS, N_BASE, TEMPLATE_ITEMS, TEMPLATES,
+                                      arc_keys, arc_scores, key_buffer_size,
+                                      template_names)
+from structlearn.kernels.tree import map_batch, tree_arc_offsets
+
+UPOS = ["DET", "NOUN", "ADJ", "VERB", "ADP", "PRON", "PUNCT"]
+
+
+def random_sentences(rng, n_sent, max_len, vocab=12, lengths=None):
+    X, y = [], []
+    for i in range(n_sent):
+        n = lengths[i] if lengths is not None else rng.randint(1, max_len + 1)
+        toks = []
+        for _ in range(n):
+            w = rng.randint(vocab)
+            toks.append({"form": f"W{w}", "lemma": f"l{w % 5}", "upos": UPOS[rng.randint(7)],
+                         "xpos": f"X{rng.randint(10)}",
+                         "feats": None if rng.rand() < 0.5 else {"Num": "Sing"}})
+        X.append(toks)
+        heads = [0] * n   # a random tree: each word attaches to an earlier one or the root
+        order = rng.permutation(n) + 1
+        for j, m in enumerate(order[1:], start=1):
+            heads[m - 1] = int(order[rng.randint(j)])
+        y.append(heads)
+    return X, y
+
+
+def materialised(vec, A, off, a, b, coef):
+    return arc_scores(*vec.arc_features(A, off, a, b), coef)
+
+
+@pytest.mark.parametrize("kw", [{}, {"min_freq": 2},
+                                # a conjoined template without its plain one
+                                {"templates": [template_names()[N_BASE + 11],
+                                               template_names()[3], template_names()[62]]},
+                                {"templates": [template_names()[t] for t in
+                                               (11, N_BASE + 11, 62, N_BASE + 62, 0)]}])
+def test_fused_scores_are_the_materialised_scores_bit_for_bit(kw):
+    rng = np.random.RandomState(0)
+    X, y = random_sentences(rng, 60, 12)
+    vec = ArcVectorizer(**kw).fit(X, y)
+    coef = rng.randn(vec.n_features_)
+    # unseen words (unknown ids), long sentences, one-word sentences
+    Xt, _ = random_sentences(rng, 12, 0, vocab=40, lengths=[1, 1, 70, 2, 3, 1, 45, 5, 1, 9,
+                                                            33, 1])
+    for data in (X, Xt):
+        A, off = vec.transform(data)
+        for a, b in ((0, len(data)), (1, 3), (len(data) - 1, len(data))):
+            fused = vec.arc_scores(A, off, a, b, coef)
+            ref = materialised(vec, A, off, a, b, coef)
+            assert fused.shape == ref.shape
+            assert np.array_equal(fused, ref)
+    assert np.any(materialised(vec, *vec.transform(Xt), 0, len(Xt), coef) != 0)
+
+
+def _mix(h, v):
+    """splitmix64-style step on Python ints (the definition of the keys)."""
+    M = (1 << 64) - 1
+    x = h ^ ((v + 0x9E3779B97F4A7C15 + (h << 6) + (h >> 2)) & M)
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M
+    return x ^ (x >> 31)
+
+
+def reference_keys(A, n, h, m):
+    """Keys of the arc h -> m written from the templates' definition, one
+    template at a time (signed 64-bit, as the kernels store them)."""
+    def attr(p, a):
+        return 2 if p == 0 else 0 if p < 0 or p > n else int(A[p - 1, a])
+
+    def signed(x):
+        return x - (1 << 64) if x >= 1 << 63 else x
+
+    d = abs(h - m)
+    dd = (d if d <= 5 else 6 if d <= 10 else 7) + (8 if h < m else 0)
+    where = {0: h, 1: m, 2: h - 1, 3: h + 1, 4: m - 1, 5: m + 1}
+    out = []
+    for t, items in enumerate(TEMPLATE_ITEMS):
+        x = _mix(0, t + 1)
+        for p, a in items:
+            x = _mix(x, attr(where[p], a))
+        out += [signed(x | 1), signed(_mix(x, 1000 + dd) | 1)]
+    lo, hi = min(h, m), max(h, m)
+    for bi, a in enumerate(BETWEEN_ATTRS):
+        base = _mix(_mix(_mix(0, len(TEMPLATE_ITEMS) + bi + 1), attr(h, a)), attr(m, a))
+        tags = []
+        for b in range(lo + 1, hi):
+            if attr(b, a) not in tags:
+                tags.append(attr(b, a))
+        for v in tags:
+            x = _mix(base, v) | 1
+            out += [signed(x), signed(_mix(x, 1000 + dd) | 1)]
+    return out
+
+
+def test_arc_keys_follow_their_definition():
+    rng = np.random.RandomState(1)
+    n = 9
+    A = rng.randint(0, 6, size=(n + 2, 6)).astype(np.int32)   # repeated tags
+    size = key_buffer_size(len(TEMPLATES), n)
+    buf, tb = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+    for h, m in [(0, 1), (0, 9), (3, 4), (4, 3), (1, 9), (9, 1), (2, 8), (7, 2)]:
+        c = arc_keys(A, 2, n, h, m, TEMPLATES, buf, tb)   # the sentence starts at row 2
+        assert buf[:c].tolist() == reference_keys(A[2:], n, h, m)
+
+
+def test_parser_predicts_from_fused_scores_what_the_materialised_scores_give():
+    rng = np.random.RandomState(2)
+    X, y = random_sentences(rng, 80, 10)
+    labels = [[UPOS[k % 3] for k in range(len(h))] for h in y]
+    Xt, yt = random_sentences(rng, 30, 25, vocab=30)
+    for target in (y, list(zip(y, labels))):     # unlabelled and labelled
+        est = DependencyParser(loss="perceptron", max_iter=3, random_state=0).fit(X, target)
+        vec = est.vectorizer_
+        A, off = vec.transform(Xt)
+        fm = ArcFeatureMap(vec, A, off, 1)
+        theta = np.concatenate([arc_scores(p, i, est.coef_) for p, i in fm.chunks])
+        ref = map_batch(theta, tree_arc_offsets(off), off, True, False)
+        for n_jobs in (1, 2):
+            est.set_params(n_jobs=n_jobs)
+            pred = est.predict(Xt)
+            heads = [p[0] if isinstance(p, tuple) else p for p in pred]
+            assert np.array_equal(np.concatenate(heads), ref)
+            scores = est.decision_function(Xt)
+            assert np.array_equal(np.concatenate([s.ravel() for s in scores]), theta)
