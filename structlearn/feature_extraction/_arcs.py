@@ -267,7 +267,7 @@ class ArcVectorizer(BaseEstimator):
         """Arc scores ``theta = A(x) coef`` of sentences ``a..b-1`` without
         materialising their features: the scores of :meth:`arc_features`
         (bit for bit), hashed and summed in one pass (see
-        :func:`structlearn.kernels.arcs.arc_scores_direct`)."""
+        ``structlearn.kernels.arcs.arc_scores_direct``)."""
         return arc_scores_direct(A, word_off, a, b, TEMPLATES, self._table,
                                  np.ascontiguousarray(coef, dtype=np.float64),
                                  _dd_implies_plain(_template_ids(self.templates)))

@@ -36,7 +36,7 @@ class StreamedChainProblem:
 
     The features are those of :class:`~structlearn.feature_extraction.TokenVectorizer`
     (the same scan of the dicts, ``feature_extraction._dicts._scan``,
-    run on :data:`CHUNK_SEQUENCES` sequences at a time), each identified by
+    run on ``CHUNK_SEQUENCES`` sequences at a time), each identified by
     the 64-bit hash of its ``(template, inner key)`` pair instead of a
     vocabulary column; a feature's weights are ``HashedAtomWeights`` rows,
     made when it first gets a non-zero update.  One counting pass

@@ -11,7 +11,7 @@ first-class functions costs ~0.5 ms of dispatch per call from Python (more
 than the whole search on a mini-batch of 32), and passing dispatchers
 specialises the search per oracle but cannot be cached on disk.  Chains
 have their own kernel on tag sequences
-(:func:`structlearn.kernels.chain.approx_slack_batch`).
+(``structlearn.kernels.chain.approx_slack_batch``).
 """
 
 import numpy as np

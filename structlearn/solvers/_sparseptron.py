@@ -436,7 +436,7 @@ def _run(weights, layers, orders, step, K, eta0, verbose):
 
 def online_prox_grad_streamed(problem, layers, n_epochs=5, K=1000, eta0=1.0,
                               random_state=None, verbose=0):
-    """:func:`online_prox_grad` on a problem whose features are extracted
+    """:func:`~structlearn.solvers.online_prox_grad` on a problem whose features are extracted
     from the raw examples as the steps need them (a *streamed* problem,
     e.g. :class:`structlearn.feature_selection.StreamedChainProblem`):
     the weights are a

@@ -217,7 +217,7 @@ class Structure:
         intractable, computing nothing (the CRF loss's check: computing
         marginals on a toy instance would compile the marginal kernels for
         nothing, seconds on a cold start).  A structure with marginals
-        overrides :meth:`marginals_and_log_partition`."""
+        overrides ``marginals_and_log_partition``."""
         if type(self).marginals_and_log_partition is Structure.marginals_and_log_partition:
             Structure.marginals(self, None)  # raises IntractableError
 
@@ -250,9 +250,9 @@ class Structure:
         of the cost-augmented top-2 oracle, on ``[epsilon / L_max,
         lambda_u]``; ``phi(y)`` where none is violated.
 
-        Fixed-size structures (:meth:`_approx_slack_family`) run the search
+        Fixed-size structures (``_approx_slack_family``) run the search
         in one Numba call over the batch
-        (:func:`structlearn.kernels.approx_slack.approx_slack_batch`);
+        (``structlearn.kernels.approx_slack.approx_slack_batch``);
         chains override this method with their own kernel; the others run
         :meth:`approx_slack_search`, the reference the kernels are tested
         equal to.
@@ -265,7 +265,7 @@ class Structure:
         """Approximate slack-scaling hinge loss and its gradient in
         ``theta`` at the violator of :meth:`approx_slack_violator`: one
         Numba call on the fixed-size structures, else the violator and
-        :func:`slack_hinge`."""
+        ``slack_hinge``."""
         if self._approx_slack_family() is None:
             phi_hat = self.approx_slack_violator(theta, y, n_search, epsilon)
             return slack_hinge(self, theta, self.encode(y), phi_hat)

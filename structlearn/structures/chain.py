@@ -29,7 +29,7 @@ from ..kernels.linear import (
 from .base import RaggedStructure
 
 #: Sequences at least this long are solved by certified splitting in
-#: SparseMAP (:mod:`structlearn.kernels.chain_split`); shorter ones by the
+#: SparseMAP (``structlearn.kernels.chain_split``); shorter ones by the
 #: warm-started active set on the whole sequence.
 SPLIT_MIN_LENGTH = 128
 #: The max-marginal gap (best tag over the second best) at which a position
@@ -259,7 +259,7 @@ class Chain(RaggedStructure):
         """The approximate slack-scaling search of
         :meth:`Structure.approx_slack_search` (the reference it is tested
         against) in one Numba call over the batch
-        (:func:`structlearn.kernels.chain.approx_slack_batch`)."""
+        (``structlearn.kernels.chain.approx_slack_batch``)."""
         raw = np.ascontiguousarray(super()._theta(theta))
         tags = approx_slack_batch(raw, self._theta(raw), self._y(y), self.part_off,
                                   self.tok_off, self.n_tags, int(n_search), float(epsilon))
@@ -297,9 +297,9 @@ class Chain(RaggedStructure):
         ``SPLIT_MIN_LENGTH`` tokens are split at the positions whose
         solution is integral, the pieces solved apart and the join
         certified by the whole chain's Frank-Wolfe gap
-        (:mod:`structlearn.kernels.chain_split`: linear in the length where
+        (``structlearn.kernels.chain_split``: linear in the length where
         the solution is certain at regular intervals); the others by the
-        (warm-started) active set of :class:`RaggedStructure`."""
+        (warm-started) active set of ``RaggedStructure``."""
         long = self.lengths >= SPLIT_MIN_LENGTH
         if not long.any():
             return super().sparsemap(theta, max_iter, tol)
