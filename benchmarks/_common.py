@@ -51,6 +51,14 @@ import warnings  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+#: the checkout this script belongs to comes first on ``sys.path`` (so that a
+#: benchmark measures the code beside it, not an installed structlearn),
+#: unless ``PYTHONPATH`` names one explicitly (``micro/ab_checkouts.py`` and
+#: ``micro/bench_compile.py --baseline`` run other checkouts that way)
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if not os.environ.get("PYTHONPATH") and _REPO_ROOT not in sys.path:
+    sys.path.insert(0, _REPO_ROOT)
+
 import numpy as np  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
