@@ -632,6 +632,31 @@ def second_best_batch(theta, y, part_off, tok_off, K):
 
 
 @njit(cache=True, nogil=True)
+def _approx_slack_eval(theta, theta_or, base, L, K, y, o, lam, s_true, best_g, aug,
+                       cand, best_y):
+    """One evaluation of the approximate-slack search on the sequence at
+    ``base`` / ``o``: the best labeling other than ``y`` at the cost-augmented
+    scores ``theta_or + lam [k != y_t]``; returns its score under ``theta``,
+    its Hamming cost and the best slack hinge met so far (``best_y`` takes
+    the labeling when its slack hinge is the new best)."""
+    for t in range(L):
+        for k in range(K):
+            aug[t * K + k] = theta_or[base + t * K + k] + (lam if k != y[o + t] else 0.0)
+    _second_best_into(aug, 0, L, K, y, o, cand, 0)
+    s = _score_seq(theta, base, L, K, cand, 0)
+    Lc = 0.0
+    for t in range(L):
+        if cand[t] != y[o + t]:
+            Lc += 1.0
+    g = Lc * (1.0 - s_true + s)
+    if g > best_g:
+        best_g = g
+        for t in range(L):
+            best_y[o + t] = cand[t]
+    return s, Lc, best_g
+
+
+@njit(cache=True, nogil=True)
 def approx_slack_batch(theta, theta_or, y, part_off, tok_off, K, n_search, epsilon):
     """The approximate slack-scaling violator of every sequence (Sarawagi &
     Gupta 2008, Sec. 3) with the Hamming cost, in one call.
@@ -672,36 +697,12 @@ def approx_slack_batch(theta, theta_or, y, part_off, tok_off, K, n_search, epsil
         _viterbi_into(theta_or, base, L, K, ymap, 0)
         s_map = _score_seq(theta, base, L, K, ymap, 0)
         # evaluate(lam) -> (s, L) of the candidate, updating the best
-        lam = lam_l
-        for t in range(L):
-            for k in range(K):
-                aug[t * K + k] = theta_or[base + t * K + k] + (lam if k != y[o + t] else 0.0)
-        _second_best_into(aug, 0, L, K, y, o, cand, 0)
-        s = _score_seq(theta, base, L, K, cand, 0)
-        Lc = 0.0
-        for t in range(L):
-            if cand[t] != y[o + t]:
-                Lc += 1.0
-        g = Lc * (1.0 - s_true + s)
-        if g > best_g:
-            best_g = g
-            best_y[o:o + L] = cand[:L]
+        s, Lc, best_g = _approx_slack_eval(theta, theta_or, base, L, K, y, o, lam_l,
+                                           s_true, best_g, aug, cand, best_y)
         xi = best_g
         lam_u = max((s_map - s_true + 1.0 - xi / L_max) / 1.0, lam_l)
-        lam = lam_u
-        for t in range(L):
-            for k in range(K):
-                aug[t * K + k] = theta_or[base + t * K + k] + (lam if k != y[o + t] else 0.0)
-        _second_best_into(aug, 0, L, K, y, o, cand, 0)
-        s = _score_seq(theta, base, L, K, cand, 0)
-        Lc = 0.0
-        for t in range(L):
-            if cand[t] != y[o + t]:
-                Lc += 1.0
-        g = Lc * (1.0 - s_true + s)
-        if g > best_g:
-            best_g = g
-            best_y[o:o + L] = cand[:L]
+        s, Lc, best_g = _approx_slack_eval(theta, theta_or, base, L, K, y, o, lam_u,
+                                           s_true, best_g, aug, cand, best_y)
         xi = best_g
         a = lam_l
         b = lam_u
@@ -727,20 +728,8 @@ def approx_slack_batch(theta, theta_or, y, part_off, tok_off, K, n_search, epsil
                     x2n = a + ratio * (b - a)
                     x1n = x2
                     lam = x2n
-            for t in range(L):
-                for k in range(K):
-                    aug[t * K + k] = (theta_or[base + t * K + k]
-                                      + (lam if k != y[o + t] else 0.0))
-            _second_best_into(aug, 0, L, K, y, o, cand, 0)
-            s = _score_seq(theta, base, L, K, cand, 0)
-            Lc = 0.0
-            for t in range(L):
-                if cand[t] != y[o + t]:
-                    Lc += 1.0
-            g = Lc * (1.0 - s_true + s)
-            if g > best_g:
-                best_g = g
-                best_y[o:o + L] = cand[:L]
+            s, Lc, best_g = _approx_slack_eval(theta, theta_or, base, L, K, y, o, lam,
+                                               s_true, best_g, aug, cand, best_y)
             f = s + lam * Lc - 2.0 * np.sqrt(xi * lam)
             if e == 0:
                 f1 = f
