@@ -100,6 +100,14 @@ class Loss(BaseEstimator):
         example (so that warm-started supports pay off)."""
         return False
 
+    def local_analogue(self):
+        """The name of the loss that scores each part of an output on its
+        own in this loss's geometry, for a stage whose structure has no
+        interactions: per-part sparsemax ('sparsemap' on a chain without
+        transitions) for the Euclidean losses, per-part softmax ('crf')
+        for the entropic ones."""
+        return "sparsemap"
+
     def value_and_grad(self, theta, y, structure):
         raise NotImplementedError
 
@@ -285,6 +293,9 @@ class CRF(Loss):
     def mean(self, theta, structure):
         return structure.marginals(theta)
 
+    def local_analogue(self):
+        return "crf"
+
 
 class SparseMAP(Loss):
     """SparseMAP loss and its margin version (Niculae et al. 2018, Sec. 4).
@@ -401,6 +412,9 @@ class Projection(Loss):
 
     def mean(self, theta, structure):
         return structure.project(theta, self.set, self.geometry)
+
+    def local_analogue(self):
+        return "crf" if self.geometry == "kl" else "sparsemap"
 
 
 def _xlogx(u):

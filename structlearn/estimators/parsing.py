@@ -284,7 +284,7 @@ class DependencyParser(StructuredLinearModel):
         try:
             loss.check(Chain(1, np.array([0, 1])))
         except ValueError:
-            return ("crf" if getattr(loss, "geometry", None) == "kl" else "sparsemap"), False
+            return loss.local_analogue(), False
         return (self.loss if isinstance(self.loss, str) else loss), True
 
     def _fit_labeller(self, X, heads, deprels, loss, warm):
