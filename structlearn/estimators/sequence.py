@@ -347,10 +347,9 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         self._record_fit(loss, solver, n_iter, obj, t_start)
         return self
 
-    def _prepare(self, X, y, loss, warm):
-        """Validated training data: the (fitted) vectorizer, the token
-        features, the offsets of the non-empty sequences, the tags, the
-        classes and the weight support."""
+    def _check_inputs(self, X, y):
+        """The checks of the parameters and of (X, y) that need no pass over
+        the features: X's input kind and the label sequences."""
         if y is None:
             raise ValueError("SequenceTagger requires y to be passed, but the target y "
                              "is None.")
@@ -360,7 +359,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         if self.feature_support not in FEATURE_SUPPORTS:
             raise ValueError(f"feature_support must be one of {FEATURE_SUPPORTS}, got "
                              f"{self.feature_support!r}.")
-        TokenVectorizer._input_type(X)
+        kind = TokenVectorizer._input_type(X)
         y = _check_label_sequences(y, len(X), partial=True)
         for i, (xs, ys) in enumerate(zip(X, y)):  # cheap check before any work
             n_tok = len(xs) if isinstance(xs, (list, tuple)) else \
@@ -368,6 +367,27 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
             if n_tok is not None and n_tok != len(ys):
                 raise ValueError(f"sequence {i} has {n_tok} tokens in X but {len(ys)} "
                                  f"labels in y.")
+        return kind, y
+
+    def _label_codes(self, y, tok_off, loss, index=None):
+        """The tag codes of ``y`` (partial labels: codes < 0; None: any tag, a
+        set: one of its tags), the label sets and classes, the non-empty
+        sequences and their offsets, and the allowed transitions -- checked
+        against the loss and the constraints."""
+        y_int, sets, classes = label_codes(y, index)
+        K = len(classes)
+        keep, kept_off = _drop_empty(tok_off)
+        loss.check(Chain(K, [0, 1]))
+        allowed = allowed_transitions(self.constraints, classes)
+        self._check_feasible(Chain(K, kept_off, allowed=allowed, label_sets=sets), y_int,
+                             [s for s in y if len(s)], keep, allowed, "y")
+        return y_int, sets, classes, keep, kept_off, allowed
+
+    def _prepare(self, X, y, loss, warm):
+        """Validated training data: the (fitted) vectorizer, the token
+        features, the offsets of the non-empty sequences, the tags, the
+        classes and the weight support."""
+        _, y = self._check_inputs(X, y)
         if warm:
             vec = self.vectorizer_
             enc = vec._transform(X, raw=True)
@@ -393,20 +413,15 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
             if unknown:
                 raise ValueError(f"warm_start: labels {unknown[:5]!r} were not seen in the "
                                  f"first fit (classes_ = {classes!r}).")
-        # partial labels: codes < 0 (None: any tag; a set: one of its tags)
-        y_int, sets, classes = label_codes(y, index)
+        y_int, sets, classes, keep, kept_off, allowed = self._label_codes(y, tok_off, loss,
+                                                                          index)
         K = len(classes)
-        keep, kept_off = _drop_empty(tok_off)
         if warm:
             sup_ptr, sup_label = self._sup_ptr, self._sup_label
         else:
             sup_ptr, sup_label = self._make_support(enc.indptr, enc.indices, enc.n_cols,
                                                     y_int, K)
             sup_label = narrow_ints(sup_label, K)
-        loss.check(Chain(K, [0, 1]))
-        allowed = allowed_transitions(self.constraints, classes)
-        self._check_feasible(Chain(K, kept_off, allowed=allowed, label_sets=sets), y_int,
-                             [s for s in y if len(s)], keep, allowed, "y")
         d = enc.n_cols
         tokens = checked_tokens(enc, sup_ptr)
         del enc  # the kernels read the supports, not the column indices
@@ -497,32 +512,13 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         from ..feature_selection._stream import NotStreamable, StreamedChainProblem
 
         loss = get_loss(self.loss if loss is None else loss)
-        if y is None:
-            raise ValueError("SequenceTagger requires y to be passed, but the target y "
-                             "is None.")
-        if not isinstance(self.transitions, (bool, np.bool_)):
-            raise TypeError(f"transitions must be True or False, got "
-                            f"{self.transitions!r}.")
-        if self.feature_support not in FEATURE_SUPPORTS:
-            raise ValueError(f"feature_support must be one of {FEATURE_SUPPORTS}, got "
-                             f"{self.feature_support!r}.")
-        kind = TokenVectorizer._input_type(X)
+        kind, y = self._check_inputs(X, y)
         TokenVectorizer(min_freq=self.min_freq, n_features=self.n_features)._check_params()
         if kind != "dict" or self.n_features is not None or self.min_freq != 1:
             return None
-        y = _check_label_sequences(y, len(X), partial=True)
-        for i, (xs, ys) in enumerate(zip(X, y)):
-            if len(xs) != len(ys):
-                raise ValueError(f"sequence {i} has {len(xs)} tokens in X but {len(ys)} "
-                                 f"labels in y.")
-        y_int, sets, classes = label_codes(y)
-        K = len(classes)
         tok_off = np.concatenate([[0], np.cumsum([len(s) for s in X])]).astype(np.int64)
-        keep, kept_off = _drop_empty(tok_off)
-        loss.check(Chain(K, [0, 1]))
-        allowed = allowed_transitions(self.constraints, classes)
-        self._check_feasible(Chain(K, kept_off, allowed=allowed, label_sets=sets), y_int,
-                             [s for s in y if len(s)], keep, allowed, "y")
+        y_int, sets, classes, keep, kept_off, allowed = self._label_codes(y, tok_off, loss)
+        K = len(classes)
         problem = StreamedChainProblem([X[i] for i in keep], y_int, kept_off, K, loss, sets,
                                        allowed, self.fit_intercept, self.transitions,
                                        self.feature_support == "observed")
