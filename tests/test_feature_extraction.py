@@ -129,14 +129,24 @@ def test_list_same_as_string_value_and_repeats_sum():
     np.testing.assert_array_equal(M.toarray(), [[1, 0], [1, 0], [2, 1]])
 
 
-def test_same_name_from_two_keys_is_summed_within_a_token():
-    tv = TokenVectorizer()
-    M, _ = tv.fit_transform([[{"k": "a", "k=a": 2.0}]])
-    assert tv.vocabulary_ == {"k=a": 0}
-    assert M.toarray().tolist() == [[3.0]]
-    # the column goes to the template sorting first
-    assert tv.template_names_ == ["k", "k=a"]
-    assert tv.templates_.tolist() == [0]
+@pytest.mark.parametrize("X, where", [
+    ([[{"k": "a", "k=a": 2.0}]], r"key 'k' with value 'a' \(first at sequence 0, position 0\)"
+     r" and key 'k=a' with value a number \(first at sequence 0, position 0\)"),
+    ([[{"w": "x"}], [{"z": 1.0}, {"a": "b=c"}], [{"a=b": "c"}]],
+     r"'a=b=c': key 'a' with value 'b=c' \(first at sequence 1, position 1\) and key "
+     r"'a=b' with value 'c' \(first at sequence 2, position 0\)"),
+    ([[{"a": ["x", "b=c"]}, {"a=b": ["c"]}]],
+     r"key 'a' with value 'b=c' \(first at sequence 0, position 0\)"),
+])
+def test_same_name_from_two_keys_is_an_error(X, where):
+    """Two keys producing one feature name would be one column: two
+    different features merged (a tagger would learn nothing from them).
+    Fit names both keys, their values and where they first occur, and
+    leaves a fitted vectorizer unchanged."""
+    tv = TokenVectorizer().fit([[{"w": "x"}]])
+    with pytest.raises(ValueError, match=where):
+        tv.fit(X)
+    assert list(tv.get_feature_names_out()) == ["w=x"]
 
 
 def test_numpy_string_and_dict_subclasses_accepted():
@@ -150,14 +160,16 @@ def test_numpy_string_and_dict_subclasses_accepted():
 def test_value_forms_of_one_feature_share_a_column_across_fit_and_transform():
     """np.str_ values and strings in lists are the str feature they name,
     whichever scan (fast or slow) reads them in fit and in transform; a name
-    two keys produce finds its column from either key."""
+    another key produces is not that column."""
     tv = TokenVectorizer().fit([[{"w": np.str_("a"), "k": ["b"]}, {"w": "c"}]])
     M, _ = tv.transform([[{"w": "a", "k": "b"}, {"w": ["c"], "k": np.str_("b")}]])
     assert _token_features(tv, M, 0) == {"w=a": 1.0, "k=b": 1.0}
     assert _token_features(tv, M, 1) == {"w=c": 1.0, "k=b": 1.0}
-    tv = TokenVectorizer().fit([[{"k": "a", "z": "q"}, {"k=a": 2.0}]])
-    M, _ = tv.transform([[{"k=a": 1.0}, {"k": "a"}]])
-    assert M.toarray()[:, tv.vocabulary_["k=a"]].tolist() == [1.0, 1.0]
+    tv = TokenVectorizer().fit([[{"k": ["b"], "z": "q"}, {"k=a": 2.0}]])
+    M, _ = tv.transform([[{"k=a": 1.0}, {"k": "a"}, {"k": "b"}]])
+    assert _token_features(tv, M, 0) == {"k=a": 1.0}
+    assert _token_features(tv, M, 1) == {}     # ("k", "a") is not key "k=a"'s feature
+    assert _token_features(tv, M, 2) == {"k=b": 1.0}
 
 
 def test_matches_dictvectorizer_on_flat_features():

@@ -683,6 +683,11 @@ SEQ_X = [
      lambda X: X),
     ("tuples", lambda X: tuple(tuple(s) for s in X), VALID, VALID, lambda X: X),
     ("unseen_features", lambda X: _feat(X, 0, 0, "new", "zzz"), VALID, VALID, lambda X: X),
+    # two keys naming one feature ("w" = "x=y" and "w=x" = "y"): two features
+    # merged into one column -- an error in fit; unseen (dropped) in predict
+    ("two_keys_one_name", lambda X: _feat(_feat(X, 1, 0, "w=x", "y"), 2, 1, "w", "x=y"),
+     r"two different keys produce the feature name 'w=x=y'.*sequence 2, position 1.*"
+     r"sequence 1, position 0", VALID, lambda X: _feat(X, 2, 1, "w", "zzz")),
     ("fewer_sequences", lambda X: X[:-1], r"X has 4 sequences but y has 5", VALID,
      lambda X: X[:-1]),
     ("more_sequences", lambda X: X + X[:1], r"X has 6 sequences but y has 5", VALID,

@@ -57,9 +57,11 @@ the value type: ``"w[0]=the"`` belongs to template ``"w[0]"``, ``"len"`` (a
 number) to ``"len"``, and ``"k:sub=v"`` (nested) to ``"k"``.  Nested dicts
 and lists are therefore ways to put a whole bag of features into one group;
 the number of templates is bounded by the number of distinct top-level keys.
-(If two templates produce the same feature name, e.g. key ``"a=b"`` with a
-number and key ``"a"`` with the string ``"b"``, they share one column, which
-is assigned to the template whose name sorts first.)
+(Two templates must not produce the same feature name, e.g. key ``"a=b"``
+with a number and key ``"a"`` with the string ``"b"``: fit raises a
+``ValueError`` naming both keys and where they occur, rather than merge
+two different features into one column.  Within one template, a list item
+``"s"`` and the string ``"s"`` are one feature.)
 
 **Arrays**: ``X`` is a list of 2-D numpy arrays and/or scipy.sparse matrices
 of shape ``(n_tokens_i, d)`` with the same ``d``.  Column ``j`` is its own

@@ -105,8 +105,9 @@ class _PairTable(dict):
     :class:`_Slow` for anything unusual.
 
     ``names`` (fitted tables only, None unless two distinct pairs may share
-    a feature name, see :func:`_names_may_collide`) maps names to columns, so
-    that a pair unseen in fit whose name is known still finds its column.
+    a feature name, see :func:`_names_may_collide`) maps ``(key, name)`` to
+    columns, so that a pair unseen in fit whose name is known in its
+    template still finds its column.
     """
 
     def __init__(self, grow, names=None):
@@ -119,7 +120,7 @@ class _PairTable(dict):
 
     def unseen(self, k, inner):
         """Column of a pair missing from a fitted table (-1: none)."""
-        return -1 if self.names is None else self.names.get(_name(k, inner), -1)
+        return -1 if self.names is None else self.names.get((k, _name(k, inner)), -1)
 
     def __missing__(self, pair):
         k, v = pair

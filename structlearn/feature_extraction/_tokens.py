@@ -33,6 +33,33 @@ from ._dicts import (
 __all__ = ["TokenVectorizer"]
 
 
+def _first_place(X, key, value):
+    """``"sequence i, position t"`` of the first token of ``X`` holding ``key``
+    (with the str ``value``, alone or in a list, when it is one)."""
+    for i, seq in enumerate(X):
+        for t, tok in enumerate(seq):
+            if isinstance(tok, Mapping) and key in tok:
+                v = tok[key]
+                if type(value) is not str or v == value or \
+                        (isinstance(v, (list, tuple, set, frozenset)) and value in v):
+                    return f"sequence {i}, position {t}"
+    return "nowhere"
+
+
+def _shared_name(X, name, first, second):
+    """Raise the error of two top-level keys producing one feature name."""
+    (k1, s1), (k2, s2) = first, second
+
+    def what(k, s):
+        value = "a number" if type(s) is tuple else repr(s)
+        return f"key {k!r} with value {value} (first at {_first_place(X, k, s)})"
+
+    raise ValueError(
+        f"two different keys produce the feature name {name!r}: {what(k1, s1)} and "
+        f"{what(k2, s2)}.  Features of different keys must have different names "
+        f"(they would share one column): rename one of the keys.")
+
+
 class TokenVectorizer(BaseEstimator):
     """Sparse token-feature matrix, with the template of every column.
 
@@ -293,18 +320,24 @@ class TokenVectorizer(BaseEstimator):
             vocab = None
             if self.n_features is None:
                 if _names_may_collide(by_tmpl):
-                    # column identity = feature name, columns ordered by
-                    # (template, name); a name produced by several templates
-                    # goes to the first of them in sorted order.
+                    # column identity = feature name within a template (a
+                    # list item "k=a" and the str "a" of key k are one
+                    # feature), columns ordered by (template, name); two
+                    # templates producing one name are an error.
                     vocab = {}
+                    owner = {}
                     cand_group = []
                     for g, k in enumerate(cand_tmpl):
                         inners, ids = by_tmpl[k]
-                        for name, p in sorted(zip([_name(k, s) for s in inners], ids)):
+                        for name, p, s in sorted(zip([_name(k, s) for s in inners], ids,
+                                                     inners), key=lambda e: e[:2]):
                             c = vocab.get(name)
                             if c is None:
                                 c = vocab[name] = len(cand_group)
+                                owner[name] = (k, s)
                                 cand_group.append(g)
+                            elif owner[name][0] != k:
+                                _shared_name(X, name, owner[name], (k, s))
                             col_of_code[p] = c
                     cand_group = np.asarray(cand_group, dtype=np.int64)
                 else:
@@ -370,8 +403,8 @@ class TokenVectorizer(BaseEstimator):
                 col_of_code = np.append(new_col, -1)[col_of_code]
                 columns = _column_table(table, col_of_code, template_names)
                 if vocab is not None:     # names shared by several pairs
-                    columns.names = {name: int(new_col[c]) for name, c in vocab.items()
-                                     if new_col[c] >= 0}
+                    columns.names = {(owner[name][0], name): int(new_col[c])
+                                     for name, c in vocab.items() if new_col[c] >= 0}
                     del vocab
             else:
                 hash_moduli = mods

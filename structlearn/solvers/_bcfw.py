@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
 
 from ..kernels.dual import (add_oracle_vertices, add_parts, compact_pool, gram_blocks,
                             part_lists, working_set_steps, working_set_values)
@@ -424,7 +425,7 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
             or check_every < 1:
         raise ValueError(f"check_every must be a positive integer, got {check_every!r}.")
     lam = float(alpha)
-    rng = np.random.RandomState(random_state)
+    rng = check_random_state(random_state)
     n = problem.n_samples
     warm = (state is not None and key is not None and state.key == key
             and state.n_samples == n)

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
 
 from ..kernels.optim import sgd_sparse_step
 from ._problem import objective
@@ -248,7 +249,7 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
     -------
     z, n_epochs, objective_value
     """
-    rng = np.random.RandomState(random_state)
+    rng = check_random_state(random_state)
     n = problem.n_samples
     z0 = np.array(z0, dtype=np.float64)
     reg = 0.0 if perceptron else alpha

@@ -14,6 +14,7 @@ import numbers
 import time
 
 import numpy as np
+from sklearn.utils import check_random_state
 
 from ..kernels.selection import (
     atom_fold,
@@ -403,7 +404,7 @@ def online_prox_grad(problem, atom_of, layers, n_epochs=5, K=1000, eta0=1.0,
 
 def rng_order(n, n_epochs, random_state):
     """Per epoch, the order of the ``n`` examples (a random permutation)."""
-    rng = np.random.RandomState(random_state)
+    rng = check_random_state(random_state)
     for _ in range(n_epochs):
         yield rng.permutation(n)
 
