@@ -171,7 +171,12 @@ def check_solution(z, objective, estimator):
 
 def check_sample_weight(sample_weight, n_samples):
     """``sample_weight`` as a float array of ``n_samples`` non-negative finite
-    weights with a positive sum (or None)."""
+    weights with a positive sum (or None).
+
+    Every use is a weighted average (a score, a metric), which does not
+    change when all weights are scaled: weights of extreme magnitude (a
+    maximum above 1e150 or below 1e-150, whose sums or products with the
+    values would overflow or underflow) are divided by their maximum."""
     if sample_weight is None:
         return None
     w = np.asarray(sample_weight)
@@ -185,8 +190,11 @@ def check_sample_weight(sample_weight, n_samples):
         raise ValueError("sample_weight contains NaN or infinite values.")
     if np.any(w < 0):
         raise ValueError("sample_weight must be non-negative.")
-    if w.sum() <= 0:
+    top = w.max(initial=0.0)
+    if top <= 0:
         raise ValueError("sample_weight must have a positive sum.")
+    if not 1e-150 <= top <= 1e150:
+        w = w / top
     return w
 
 

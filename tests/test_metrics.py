@@ -1,6 +1,7 @@
 """Tests for structlearn.metrics."""
 
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -644,3 +645,43 @@ def test_las_small_cases_by_hand():
 def test_las_bad_input(args, kwargs, match):
     with pytest.raises(ValueError, match=match):
         las(*args, **kwargs)
+
+
+# ------------------------------------------------- extreme sample weights
+def _metric_cases():
+    from structlearn import metrics as M
+    rng = np.random.RandomState(0)
+    R1 = np.array([rng.permutation(4) + 1 for _ in range(8)])
+    R2 = np.array([rng.permutation(4) + 1 for _ in range(8)])
+    B1, B2 = (rng.rand(8, 3) > 0.5).astype(int), (rng.rand(8, 3) > 0.5).astype(int)
+    o1, o2 = rng.randint(0, 4, 8), rng.randint(0, 4, 8)
+    s1 = [["B-NP", "I-NP", "O"], ["B-VP", "O"], ["O", "B-NP"]] * 2
+    s2 = [["B-NP", "O", "O"], ["B-VP", "O"], ["B-NP", "I-NP"]] * 2
+    h1 = [[2, 0, 2], [0, 1], [2, 0]] * 2
+    h2 = [[2, 0, 1], [0, 1], [0, 1]] * 2
+    d1 = [(h, ["a"] * len(h)) for h in h1]
+    d2 = [(h, ["a"] * len(h)) for h in h2]
+    return [("kendall_tau", M.kendall_tau, (R1, R2), 8),
+            ("spearman_rho", M.spearman_rho, (R1, R2), 8),
+            ("hamming_loss", M.hamming_loss, (B1, B2), 8),
+            ("mean_absolute_error", M.mean_absolute_error, (o1, o2), 8),
+            ("chunk_f1", M.chunk_f1, (s1, s2), 6),
+            ("sequence_accuracy_score", M.sequence_accuracy_score, (s1, s2), 6),
+            ("token_accuracy", M.token_accuracy, (s1, s2), 6),
+            ("flat_accuracy_score", M.flat_accuracy_score, (s1, s2), 6),
+            ("uas", M.uas, (h1, h2), 6),
+            ("las", M.las, (d1, d2), 6)]
+
+
+@pytest.mark.parametrize("case", _metric_cases(), ids=lambda c: c[0])
+@pytest.mark.parametrize("scale", [1e308, np.finfo(float).max, 1e-300, 5e-324])
+def test_extreme_uniform_weights_give_the_unweighted_value(case, scale):
+    """A weighted average does not depend on the weights' scale: uniform
+    weights of 1e308 (whose sum overflows) or of a subnormal size give the
+    unweighted value, not NaN."""
+    _, metric, args, n = case
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = metric(*args, sample_weight=np.full(n, scale))
+    assert np.isfinite(got)
+    assert got == pytest.approx(metric(*args), rel=1e-12)

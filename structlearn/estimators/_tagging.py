@@ -105,6 +105,15 @@ def allowed_transitions(constraints, classes):
     return trans.copy(), np.ones(K, dtype=bool), np.ones(K, dtype=bool)
 
 
+def label_array(classes):
+    """The labels as a 1-D object array (``np.asarray`` would make tuple
+    labels a 2-D array and hand back rows, not the labels)."""
+    out = np.empty(len(classes), dtype=object)
+    for k, c in enumerate(classes):
+        out[k] = c
+    return out
+
+
 def _is_label_set(lab):
     return isinstance(lab, (set, frozenset))
 

@@ -17,7 +17,7 @@ from ..solvers import RaggedProblem, n_workers, thread_map
 from ..structures.chain import Chain
 from ._base import StructuredLinearModel, choose_solver
 from ._crfsuite import CRFsuiteCompatMixin
-from ._tagging import allowed_transitions, first_violation, label_codes
+from ._tagging import allowed_transitions, first_violation, label_array, label_codes
 
 FEATURE_SUPPORTS = ("observed", "all")
 
@@ -698,7 +698,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
             return [[] for _ in lengths]
         tags = self._per_chunk(Xtok, kept_off, self._decode,
                                self._known_codes(known, X, lengths, keep))
-        classes = np.asarray(self.classes_, dtype=object)
+        classes = label_array(self.classes_)
         return [list(seq) for seq in self._split(classes[tags], lengths, keep, list)]
 
     def decision_function(self, X):
@@ -749,7 +749,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
             (they sum to one); ``[([], 1.0)]`` for an empty input sequence.
         """
         Xtok, kept_off, lengths, keep = self._batches(X)
-        classes = np.asarray(self.classes_, dtype=object)
+        classes = label_array(self.classes_)
         out = [[([], 1.0)] for _ in lengths]
         fmap = self._prediction_map(Xtok, kept_off)
         for j, i in enumerate(keep):

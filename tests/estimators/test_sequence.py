@@ -444,3 +444,19 @@ def test_warm_start_from_a_model_with_transitions_drops_them():
     est.set_params(transitions=False).fit(X, y)
     assert np.all(est.transition_ == 0.0) and np.all(est.start_ == 0.0)
     assert est.duality_gap_ <= 1e-3  # the default tol of bcfw
+
+
+@pytest.mark.parametrize("loss", ["crf", "sparsemap"])
+def test_tuple_labels_come_back_as_the_labels(loss):
+    """Hashable labels of any kind, tuples included, are returned as given
+    (not as rows of an object array), by predict and predict_sparse."""
+    X = [[{"w": w} for w in s.split()] for s in ["a b", "b a c", "c"]] * 4
+    y = [[(1, "x"), (2, "y")], [(2, "y"), (1, "x"), (3, "z")], [(3, "z")]] * 4
+    est = SequenceTagger(loss=loss, alpha=1e-3).fit(X, y)
+    assert est.classes_ == [(1, "x"), (2, "y"), (3, "z")]
+    pred = est.predict(X)
+    assert pred == y
+    assert all(type(lab) is tuple for seq in pred for lab in seq)
+    for dist in est.predict_sparse(X[:3]):
+        assert all(type(lab) is tuple for seq, _ in dist for lab in seq)
+    assert est.score(X, y) == 1.0
