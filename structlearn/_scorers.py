@@ -23,11 +23,11 @@ from sklearn.metrics import make_scorer
 from sklearn.utils.metadata_routing import MetadataRequest
 
 from .metrics import (
+    _ordinal_mae,
     chunk_f1,
     hamming_loss,
     kendall_tau,
     las,
-    mean_absolute_error,
     sequence_accuracy_score,
     spearman_rho,
     token_accuracy,
@@ -97,7 +97,11 @@ class OrdinalMAEScorer:
         X : array-like
             Input samples.
         y_true : array-like of shape (n_samples,)
-            True ordinal labels; each must be in ``estimator.classes_``.
+            True ordinal labels.  A label missing from ``estimator.classes_``
+            (e.g. a rare class absent from a cross-validation training
+            fold) is placed between its neighbours in the sorted order, half
+            a step below the next class (as
+            :meth:`structlearn.OrdinalRegressor.score`).
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples in the mean.
 
@@ -109,15 +113,14 @@ class OrdinalMAEScorer:
         Raises
         ------
         ValueError
-            If a label of ``y_true`` or of the predictions is not in
-            ``estimator.classes_`` (e.g. a class absent from a
-            cross-validation training fold: use a stratified split), or as
+            If a label of ``y_true`` is not in ``estimator.classes_`` and
+            cannot be placed (the classes are not sorted, e.g. an ordered
+            categorical, or the label is not comparable with them), or as
             :func:`structlearn.metrics.mean_absolute_error`.
         """
         classes = getattr(estimator, "classes_", None)
         y_pred = estimator.predict(X)
-        return -mean_absolute_error(y_true, y_pred, classes=classes,
-                                    sample_weight=sample_weight)
+        return -_ordinal_mae(y_true, y_pred, classes, sample_weight, place_unseen=True)
 
     def __repr__(self):
         return "OrdinalMAEScorer()"

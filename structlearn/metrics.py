@@ -43,6 +43,9 @@ whole sentences.
 """
 
 
+import bisect
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -229,8 +232,29 @@ def _as_1d(y, name):
     return arr
 
 
-def _class_indices(y, classes, name):
-    """Map the labels in ``y`` to their positions in ``classes``."""
+def _integral(v):
+    return isinstance(v, numbers.Real) and float(v).is_integer()
+
+
+def _unseen_position(v, classes):
+    """The position of a label missing from ``classes`` (sorted): half a
+    step before the first class above it; None when ``v`` or the classes
+    cannot be compared (their order is then unknown), or when the classes
+    are integers and ``v`` is not (a continuous target, not a class)."""
+    try:
+        if not all(a < b for a, b in zip(classes, classes[1:])):
+            return None
+        if all(_integral(c) for c in classes) and not _integral(v):
+            return None
+        return bisect.bisect_left(classes, v) - 0.5
+    except TypeError:
+        return None
+
+
+def _class_indices(y, classes, name, place_unseen=False):
+    """Map the labels in ``y`` to their positions in ``classes``; with
+    ``place_unseen``, a label missing from sorted ``classes`` sits half a
+    step below the next class (:func:`_unseen_position`)."""
     lookup = {}
     for pos, c in enumerate(classes):
         try:
@@ -248,14 +272,27 @@ def _class_indices(y, classes, name):
         uniq, inverse = None, None
     values = uniq.tolist() if uniq is not None else y.tolist()
     missing = [v for v in dict.fromkeys(values) if v not in lookup]
+    if missing and place_unseen:
+        placed = {v: _unseen_position(v, list(classes)) for v in missing}
+        if all(p is not None for p in placed.values()):
+            lookup = {**lookup, **placed}
+            missing = []
     if missing:
         shown = ", ".join(repr(v) for v in missing[:5])
         more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+        first = next(i for i, v in enumerate(y.tolist()) if v == missing[0])
+        if place_unseen:
+            raise ValueError(
+                f"{name} has a label unseen in training at position {first}: "
+                f"{missing[0]!r}, whose place in the order of the classes is unknown "
+                f"(they are not sorted, or it is not comparable with them, or not an "
+                f"integer like them); classes are {list(classes)!r}.")
         raise ValueError(
-            f"{name} contains labels not in classes: {shown}{more}. "
-            f"classes={list(classes)!r}."
+            f"{name} contains labels not in classes: {shown}{more} (the first at "
+            f"position {first}). classes={list(classes)!r}."
         )
-    mapped = np.array([lookup[v] for v in values], dtype=np.int64)
+    mapped = np.array([lookup[v] for v in values],
+                      dtype=np.float64 if len(lookup) > len(classes) else np.int64)
     if uniq is not None:
         return mapped[np.ravel(inverse)]
     return mapped
@@ -263,6 +300,11 @@ def _class_indices(y, classes, name):
 
 def mean_absolute_error(y_true, y_pred, *, classes=None, sample_weight=None):
     """Mean absolute error for ordinal labels.
+
+    (:class:`~structlearn.OrdinalRegressor`'s ``score`` and
+    ``neg_mean_absolute_error_scorer`` measure it against the estimator's
+    ``classes_``, placing a label unseen in training between its
+    neighbours: see :meth:`structlearn.OrdinalRegressor.score`.)
 
     Parameters
     ----------
@@ -301,6 +343,15 @@ def mean_absolute_error(y_true, y_pred, *, classes=None, sample_weight=None):
     ...                     classes=["low", "mid", "high"])
     1.5
     """
+    return _ordinal_mae(y_true, y_pred, classes, sample_weight)
+
+
+def _ordinal_mae(y_true, y_pred, classes, sample_weight, place_unseen=False,
+                 true_name="y_true"):
+    """:func:`mean_absolute_error`; with ``place_unseen`` (the estimator's
+    score and scorer: ``classes`` is its ``classes_``), labels missing from
+    sorted ``classes`` are placed between their neighbours
+    (:func:`_class_indices`)."""
     y_true = _as_1d(y_true, "y_true")
     y_pred = _as_1d(y_pred, "y_pred")
     if y_true.shape[0] != y_pred.shape[0]:
@@ -318,8 +369,8 @@ def mean_absolute_error(y_true, y_pred, *, classes=None, sample_weight=None):
             classes = list(classes)  # keep mixed-type lists as they are
         if len(classes) == 0:
             raise ValueError("classes is empty.")
-        t = _class_indices(y_true, classes, "y_true")
-        p = _class_indices(y_pred, classes, "y_pred")
+        t = _class_indices(y_true, classes, true_name, place_unseen)
+        p = _class_indices(y_pred, classes, "y_pred", place_unseen)
         err = np.abs(t - p).astype(np.float64)
     else:
         arrays = []

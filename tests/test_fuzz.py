@@ -437,7 +437,10 @@ ORD_Y = [
     ("sparse", lambda y: sp.csr_matrix(y), r"sparse", r"sparse"),
     ("dict", lambda y: {"a": 1}, r"got dict", r"got dict"),
     ("list_of_lists", lambda y: [[v, v] for v in y], r"1-D", r"1-D"),
-    ("unseen_label", lambda y: _with(y, 6, 7), VALID, r"unseen.*position 6"),
+    # a class unseen in training is placed in the sorted order (score: valid)
+    ("unseen_label", lambda y: _with(y, 6, 7), VALID, VALID),
+    ("unseen_non_integer", lambda y: _with(y, 6, 1.5, dtype=float), r"continuous",
+     r"unseen.*position 6.*1\.5"),
     ("string_labels", lambda y: np.array(list("abc"))[y], VALID, r"unseen.*position 0"),
     ("column_vector", lambda y: y[:, None], VALID, VALID),
     ("float_labels", lambda y: y.astype(float), VALID, VALID),

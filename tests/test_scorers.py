@@ -241,10 +241,46 @@ def test_mae_scorer_without_classes_uses_numeric_difference():
     assert get_scorer("neg_mean_absolute_error")(Reg(), None, [2.0, 2.0]) == -1.5
 
 
-def test_mae_scorer_names_an_unseen_label():
-    est = _FixedOrder([1, 2, 3], [1, 2])
-    with pytest.raises(ValueError, match=r"y_true contains labels not in classes: 7"):
-        get_scorer("neg_mean_absolute_error")(est, None, [1, 7])
+@pytest.mark.parametrize("classes, pred, y, want", [
+    # positions of 2, 4, 6 among 1 < 3 < 5: 0.5, 1.5, 2.5; predicted 0, 2, 2
+    ([1, 3, 5], [1, 5, 5], [2, 4, 6], 0.5),
+    ([1, 3, 5], [1, 1, 5], [0, 7, 5], (0.5 + 2.5 + 0) / 3),
+    (["a", "c", "e"], ["a", "e"], ["b", "z"], (0.5 + 0.5) / 2),
+])
+def test_mae_scorer_places_an_unseen_label_between_its_neighbours(classes, pred, y, want):
+    """A class unseen in training (a rare class absent from a CV training
+    fold) sits half a step below the next class of the sorted order."""
+    est = _FixedOrder(classes, pred)
+    assert get_scorer("neg_mean_absolute_error")(est, None, y) == pytest.approx(-want)
+
+
+@pytest.mark.parametrize("classes, y, what", [
+    (["small", "large", "huge"], ["huge", "medium"], r"'medium'"),   # order not sorted
+    ([1, 2, 3], [1, 1.5], r"1\.5"),                                    # not a class
+    ([1, 2, 3], np.array([1, "x"], dtype=object), r"'x'"),             # not comparable
+])
+def test_mae_scorer_names_an_unseen_label_it_cannot_place(classes, y, what):
+    est = _FixedOrder(classes, [classes[0]] * len(y))
+    with pytest.raises(ValueError, match=r"unseen in training at position 1: " + what):
+        get_scorer("neg_mean_absolute_error")(est, None, y)
+
+
+def test_grid_search_with_a_rare_class_scores_every_candidate():
+    """cv=3 on data whose top class has two samples: some training folds
+    lack it, and every candidate still gets a finite score (not NaN)."""
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    from structlearn import OrdinalRegressor
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 2)
+    y = np.digitize(X[:, 0], [-0.5, 0.5])
+    top = np.argsort(X[:, 0])[-2:]
+    y[top] = 3
+    search = GridSearchCV(OrdinalRegressor(), {"alpha": [1e-3, 1e-1]},
+                          cv=KFold(3, shuffle=False), error_score="raise")
+    order = np.argsort(X[:, 0])              # both rare samples in the last fold
+    search.fit(X[order], y[order])
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
 
 
 def test_sample_weight_is_routed_to_the_scorers():

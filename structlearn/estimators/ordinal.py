@@ -6,7 +6,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
-from .._validation import as_target_array, check_sample_weight
+from .._validation import as_target_array
+from ..metrics import _ordinal_mae
 from ..losses import get_loss
 from ..structures import OrderSimplex
 from ._base import StructuredLinearModel
@@ -217,19 +218,18 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
         return np.clip(ext[:, :-1] - ext[:, 1:], 0.0, 1.0)
 
     def score(self, X, y, sample_weight=None):
-        """Negative mean absolute error in class positions."""
+        """Negative mean absolute error in class positions (steps of the
+        order of ``classes_``).
+
+        A label missing from ``classes_`` -- a rare class absent from a
+        cross-validation training fold -- is placed between its neighbours
+        in the sorted order, half a step below the next class (half a step
+        beyond the first or the last class), so that every candidate of a
+        search is scored on the same folds instead of failing.  When the
+        classes are not in sorted order (an ordered categorical), or the
+        label is not comparable with them or not an integer like them, it
+        is a ValueError naming the label and its position."""
         pred = self.predict(X)
         y = _check_ordinal_labels(y, len(pred))
-        index = {c: j for j, c in enumerate(self.classes_.tolist())}
-        pos = np.empty(len(y), dtype=np.int64)
-        for i, label in enumerate(y.tolist()):
-            try:
-                pos[i] = index[label]
-            except (KeyError, TypeError):
-                raise ValueError(f"y has a label unseen in training at position {i}: "
-                                 f"{label!r}; classes are {self.classes_.tolist()}.") from None
-        w = check_sample_weight(sample_weight, len(pos))
-        # (classes_ need not be sorted: an ordered categorical sets its order)
-        pred = np.fromiter((index[c] for c in pred.tolist()), dtype=np.int64,
-                           count=len(pred))
-        return -float(np.average(np.abs(pred - pos), weights=w))
+        return -_ordinal_mae(y, pred, self.classes_, sample_weight, place_unseen=True,
+                             true_name="y")

@@ -388,8 +388,13 @@ def test_predict_checks_feature_count_and_unseen_labels():
     est = OrdinalRegressor().fit(X, y)
     with pytest.raises(ValueError, match="features"):
         est.predict(X[:, :2])
-    with pytest.raises(ValueError, match="unseen"):
-        est.score(X[:3], np.array([5, 15, 99]))
+    # integer labels unseen in training are placed in the order (half a
+    # step below the next class); a non-integer one is not a class
+    pos = np.searchsorted(est.classes_, [5, 15, 99]) - 0.5
+    pred = np.searchsorted(est.classes_, est.predict(X[:3]))
+    assert est.score(X[:3], np.array([5, 15, 99])) == pytest.approx(-np.abs(pos - pred).mean())
+    with pytest.raises(ValueError, match="unseen in training at position 1: 15.5"):
+        est.score(X[:3], np.array([est.classes_[0], 15.5, 99]))
 
 
 @pytest.mark.parametrize("loss", ["hinge", "hinge-slack", "poslearn", "crf"])
