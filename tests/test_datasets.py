@@ -776,10 +776,47 @@ TOK = "\tw\tw\tX\tX\t_\t{head}\tdep\t_\t_\n"
     ("1" + TOK.format(head=0) + "1.2" + TOK.format(head="_"),
      r":2: empty node 1.2 out of order; expected 1.1"),
     ("# only a comment\n\n", r":1: sentence without any word line"),
+    # the basic tree: one root, no self-loop, no cycle (when every head is given)
+    ("1" + TOK.format(head=0) + "2" + TOK.format(head=0),
+     r":2: the sentence has 2 words with HEAD 0 \(words 1, 2\)"),
+    ("1" + TOK.format(head=0) + "2" + TOK.format(head=2), r":2: word 2 is its own head"),
+    ("1" + TOK.format(head=0) + "2" + TOK.format(head=3) + "3" + TOK.format(head=2),
+     r":2: the heads of words 2 -> 3 -> 2 form a cycle"),
+    ("1" + TOK.format(head=2) + "2" + TOK.format(head=1),
+     r":1: the sentence has 0 words with HEAD 0"),
+    # empty fields, NUL bytes
+    ("1\t\tw\tX\tX\t_\t0\troot\t_\t_\n", r":1: FORM is empty"),
+    ("1\tw\tw\tX\t\t_\t0\troot\t_\t_\n", r":1: XPOS is empty"),
+    ("1\tw \tw\tX\tX\t_\t0\troot\t_\t_\n", r":1: FORM .*trailing spaces"),
+    ("1\tw\x00x\tw\tX\tX\t_\t0\troot\t_\t_\n", r":1: NUL byte in FORM"),
 ])
 def test_read_conllu_malformed(text, match):
     with pytest.raises(ValueError, match=match):
         read_conllu(io.StringIO(text))
+
+
+def test_read_conllu_accepts_missing_heads_and_a_byte_order_mark(tmp_path):
+    """Heads given as '_' are not checked as a tree; a UTF-8 byte-order mark
+    (in a file or a text stream) is not part of the first line."""
+    text = "# text = a b\n1" + TOK.format(head="_") + "2" + TOK.format(head="_") + "\n"
+    assert read_conllu(io.StringIO(text))[0].heads == [None, None]
+    good = "# text = a\n1" + TOK.format(head=0) + "\n"
+    path = tmp_path / "bom.conllu"
+    path.write_bytes(b"\xef\xbb\xbf" + good.encode())
+    for src in (path, io.StringIO("\ufeff" + good)):
+        (s,) = read_conllu(src)
+        assert s.comments == ["# text = a"] and s.forms == ["w"]
+    gz = tmp_path / "bom.conllu.gz"
+    gz.write_bytes(gzip.compress(b"\xef\xbb\xbf" + good.encode()))
+    assert read_conllu(gz)[0].comments == ["# text = a"]
+
+
+def test_read_conllu_names_the_line_of_a_non_utf8_byte(tmp_path):
+    path = tmp_path / "latin1.conllu"
+    text = "1" + TOK.format(head=0) + "\n# text = caf\u00e9\n1" + TOK.format(head=0)
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.conllu:3: not valid UTF-8 \(byte 0xe9"):
+        read_conllu(path)
 
 
 @needs_shared

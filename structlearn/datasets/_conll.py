@@ -11,24 +11,47 @@ import gzip
 import os
 import re
 
-from ._base import open_text
-
 __all__ = ["read_conll_columns", "read_conll2002"]
+
+
+def _decoded_lines(name, fh):
+    """The lines of a binary file as UTF-8 text, decoded one line at a time
+    so that an undecodable byte is a ValueError naming its line; a UTF-8
+    byte-order mark at the start is dropped."""
+    for lineno, raw in enumerate(fh, start=1):
+        if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"{name}:{lineno}: not valid UTF-8 (byte {raw[exc.start]:#04x} at "
+                f"column {exc.start + 1}); CoNLL files are UTF-8: re-encode it, e.g. "
+                f"iconv -f latin1 -t utf-8.") from None
+
+
+def _text_file_lines(fh):
+    """The lines of a text file object, a leading byte-order mark dropped."""
+    for lineno, line in enumerate(fh, start=1):
+        yield line[1:] if lineno == 1 and line.startswith("\ufeff") else line
 
 
 @contextlib.contextmanager
 def _text_lines(path_or_file):
-    """Yield ``(name, file)`` for a path (``.gz`` aware) or a text file object.
+    """Yield ``(name, lines)`` for a path (``.gz`` aware) or a text file object:
+    an iterator of the text lines (line endings kept), UTF-8 with an
+    optional byte-order mark.
 
     File objects are not closed; paths are opened and closed here.
     """
     if hasattr(path_or_file, "read"):
         name = getattr(path_or_file, "name", None)
-        yield (name if isinstance(name, str) else "<file>"), path_or_file
+        yield (name if isinstance(name, str) else "<file>"), _text_file_lines(path_or_file)
         return
     path = os.fspath(path_or_file)
-    with open_text(path) as fh:
-        yield path, fh
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        yield path, _decoded_lines(path, fh)
 
 
 def read_conll_columns(path_or_file, columns=None):

@@ -200,10 +200,14 @@ def read_conllu(path_or_file):
     ------
     ValueError
         With the line number, if a line does not have 10 tab-separated
-        fields, an ID is not an integer, a range ``n-m`` or a decimal
+        fields, a field is empty (a missing value is ``_``) or holds a NUL
+        byte, an ID is not an integer, a range ``n-m`` or a decimal
         ``n.k``, the integer IDs of a sentence are not ``1..n`` in order,
-        a HEAD is not an integer in ``0..n`` (or ``_``), FEATS is not a list
-        of ``Name=Value`` pairs, or a comment line follows a token line.
+        a HEAD is not an integer in ``0..n`` (or ``_``), the heads of a
+        sentence (when all given) are not a tree -- exactly one root, no
+        self-loop, no cycle --, FEATS is not a list of ``Name=Value`` pairs,
+        a comment line follows a token line, or a line of a file is not
+        UTF-8 (a leading byte-order mark is allowed).
 
     Examples
     --------
@@ -255,6 +259,14 @@ class _SentenceBlock:
                 f"{where}: expected 10 tab-separated fields, got "
                 f"{len(cols)}: {line[:80]!r}."
             )
+        if "\x00" in line:
+            field = next(f for f, c in zip(CONLLU_FIELDS, cols) if "\x00" in c)
+            raise ValueError(f"{where}: NUL byte in {field.upper()}: {line[:80]!r}.")
+        for field, c in zip(CONLLU_FIELDS, cols):
+            if not c.strip() or c != c.strip():
+                raise ValueError(
+                    f"{where}: {field.upper()} is empty or has leading or trailing "
+                    f"spaces ({c!r}); a missing value is written '_'.")
         ident = cols[0]
         n = len(self.tokens)
         fields = _parse_conllu_fields(cols, where)
@@ -318,6 +330,8 @@ class _SentenceBlock:
                     f"{where}: HEAD {tok['head']} is outside 0..{n} "
                     f"(the sentence has {n} words)."
                 )
+        if all(tok["head"] is not None for tok in tokens):
+            _check_tree([tok["head"] for tok in tokens], self.token_lines)
         for mwt, where in self.mwt:
             end = int(mwt["id"].split("-")[1])
             if end > n:
@@ -327,6 +341,38 @@ class _SentenceBlock:
                 )
         return ConlluSentence(tokens, self.comments, [m for m, _ in self.mwt],
                               self.empty)
+
+
+def _check_tree(heads, lines):
+    """The basic dependency tree of a sentence (HEAD of words ``1..n``, all
+    given): exactly one root (HEAD 0), no word its own head, no cycle; an
+    error names the line of the offending word."""
+    roots = [i for i, h in enumerate(heads) if h == 0]
+    if len(roots) != 1:
+        where = lines[roots[1]] if roots else lines[0]
+        raise ValueError(
+            f"{where}: the sentence has {len(roots)} words with HEAD 0 "
+            f"({'words ' + ', '.join(str(r + 1) for r in roots) if roots else 'none'});"
+            f" a dependency tree has exactly one root.")
+    for i, h in enumerate(heads):
+        if h == i + 1:
+            raise ValueError(f"{lines[i]}: word {i + 1} is its own head (HEAD {h}).")
+    state = [0] * len(heads)        # 0 unvisited, 1 on the current path, 2 reaches the root
+    for i in range(len(heads)):
+        path = []
+        j = i
+        while j >= 0 and state[j] == 0:
+            state[j] = 1
+            path.append(j)
+            j = heads[j] - 1
+        if j >= 0 and state[j] == 1:
+            cycle = path[path.index(j):]
+            raise ValueError(
+                f"{lines[j]}: the heads of words "
+                f"{' -> '.join(str(k + 1) for k in cycle + [j])} form a cycle "
+                f"(not a tree).")
+        for k in path:
+            state[k] = 2
 
 
 def iter_conllu(path_or_file):
