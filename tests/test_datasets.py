@@ -235,12 +235,25 @@ def test_read_label_ranking_csv_validates_header(tmp_path):
     gz.write_bytes(gzip.compress(p.read_bytes()))
     np.testing.assert_array_equal(read_label_ranking_csv(str(gz))[1], Y)
 
+    # blank lines are skipped; line numbers are the file's
+    p.write_text("2,2,3\n\n0.1,0.2,1,2,3\n\n0.3,0.4,3,1,2\n\n")
+    np.testing.assert_array_equal(read_label_ranking_csv(p)[1], Y)
+
     cases = {
         "3,2,3\n0.1,0.2,1,2,3\n0.3,0.4,3,1,2\n": "announces 3 samples but the file has 2",
-        "2,1,3\n0.1,0.2,1,2,3\n0.3,0.4,3,1,2\n": "5 columns|6 columns|4 columns",
+        "2,1,3\n0.1,0.2,1,2,3\n0.3,0.4,3,1,2\n":
+            r"lr.csv:2: 5 columns, but the header announces 1 features \+ 3 labels = 4",
         "2,2\n0.1,0.2,1,2,3\n": "line 1 must be",
-        "1,2,3\n0.1,0.2,1,2,4\n": "expected integers in 1..3",
-        "2,2,3\n0.1,0.2,1,2,3\n0.3,0.4,3,1\n": "malformed",
+        "1,2,3\n0.1,0.2,1,2,4\n": r"lr.csv:2: column 5 \(the rank of label 3\) is 4; "
+                                   r"ranks are integers in 1..3",
+        "2,2,3\n0.1,0.2,1,2,3\n\n0.3,0.4,3,1\n": r"lr.csv:4: 4 columns",
+        "2,2,3\n0.1,0.2,1,2,3\n0.3,nan,3,1,2\n":
+            r"lr.csv:3: column 2 \(feature 2\) is nan; values must be finite",
+        "2,2,3\ninf,0.2,1,2,3\n0.3,0.1,3,1,2\n": r"lr.csv:2: column 1 \(feature 1\) is inf",
+        "2,2,3\n0.1,0.2,1,2,3\n0.3,x,3,1,2\n": r"lr.csv:3: column 2 \(feature 2\) is not a "
+                                             r"number: 'x'",
+        "1,2,3\n0.1,0.2,1,2.5,3\n": r"lr.csv:2: column 4 \(the rank of label 2\) is 2.5",
+        "": r"empty",
     }
     for text, match in cases.items():
         p.write_text(text)
@@ -289,9 +302,27 @@ def test_read_arff_multilabel_errors(tmp_path):
     (tmp_path / "short.arff").write_text(ARFF.replace("1.5,red,1,2,0", "1.5,red,1,2"))
     with pytest.raises(ValueError, match="4 values"):
         read_arff_multilabel(tmp_path / "short.arff", tmp_path / "d.xml")
-    (tmp_path / "miss.arff").write_text(ARFF.replace("1.5,red,1,2,0", "1.5,red,?,2,0"))
-    with pytest.raises(ValueError, match="missing"):
-        read_arff_multilabel(tmp_path / "miss.arff", tmp_path / "d.xml")
+    # every value error names its file line (the data start at line 9)
+    for old, new, match in [
+            ("1.5,red,1,2,0", "1.5,red,?,2,0", r"miss.arff:9: label 'lab2' has a missing"),
+            ("?,green,0,-1e-2,1", "?,green,0,x,1", r"miss.arff:10: numeric attribute 'f3' "
+                                                    r"has the value 'x', not a number"),
+            ("?,green,0,-1e-2,1", "?,green,0,inf,1", r"miss.arff:10: .*'inf'; values must "
+                                                      r"be finite"),
+            ("?,green,0,-1e-2,1", "nan,green,0,1,1", r"miss.arff:10: .*'feat one'.*'nan'"),
+            ("{0 3, 1 green, 4 1}", "{0 3, 1 blue, 4 1}", r"miss.arff:11: attribute 'colour' "
+                                                          r"has value 'blue' outside"),
+            ("{0 3, 1 green, 4 1}", "{0 3, 1 green, 0 2}", r"miss.arff:11: sparse index 0 "
+                                                           r"appears twice.*'feat one'"),
+            ("@attribute lab1 {0,1}", "@attribute lab1 numeric", r"miss.arff:9: label "
+                                                                  r"'lab1' has the value '2'; labels are 0 or 1"),
+    ]:
+        text = ARFF.replace(old, new)
+        if "numeric" in new:          # a numeric label must be 0/1
+            text = text.replace("1.5,red,1,2,0", "1.5,red,1,2,2")
+        (tmp_path / "miss.arff").write_text(text)
+        with pytest.raises(ValueError, match=match):
+            read_arff_multilabel(tmp_path / "miss.arff", tmp_path / "d.xml")
 
 
 def test_read_chu_ghahramani_synthetic(tmp_path):

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from ._base import open_text
+from ._conll import _text_lines
 
 __all__ = ["read_label_ranking_csv"]
 
@@ -39,45 +39,65 @@ def read_label_ranking_csv(path):
     Raises
     ------
     ValueError
-        If the header is malformed or disagrees with the data (row count or
-        row length), or if a rank is not an integer in ``1..n_labels``.
+        Naming the file and line (and the column of a bad value): if the
+        header is malformed or disagrees with the data (row count or row
+        length), a value is not a finite number, or a rank is not an
+        integer in ``1..n_labels``.  Blank lines are skipped.
     """
     path = os.fspath(path)
-    with open_text(path) as fh:
-        header = fh.readline().strip()
-        parts = header.split(",")
-        try:
-            n, d, k = (int(p) for p in parts)
-        except ValueError:
-            raise ValueError(
-                f"{path}: line 1 must be 'n_samples,n_features,n_labels'; got "
-                f"{header!r}."
-            ) from None
-        if n < 0 or d < 0 or k < 1:
-            raise ValueError(f"{path}: invalid header values {header!r}.")
-        try:
-            data = np.loadtxt(fh, delimiter=",", dtype=np.float64, ndmin=2)
-        except ValueError as exc:
-            raise ValueError(f"{path}: malformed data row: {exc}") from exc
-    if data.size == 0:
-        data = data.reshape(0, d + k)
-    if data.shape[0] != n:
+    rows = []
+    with _text_lines(path) as (_, lines):
+        header = None
+        for lineno, line in enumerate(lines, start=1):
+            line = line.strip()
+            if header is None:
+                header = line
+                try:
+                    n, d, k = (int(p) for p in header.split(","))
+                except ValueError:
+                    raise ValueError(
+                        f"{path}: line 1 must be 'n_samples,n_features,n_labels'; got "
+                        f"{header!r}."
+                    ) from None
+                if n < 0 or d < 0 or k < 1:
+                    raise ValueError(f"{path}: invalid header values {header!r}.")
+                continue
+            if not line:
+                continue
+            rows.append(_parse_row(line, d, k, f"{path}:{lineno}"))
+    if header is None:
+        raise ValueError(f"{path}: the file is empty (no header line).")
+    if len(rows) != n:
         raise ValueError(
             f"{path}: header announces {n} samples but the file has "
-            f"{data.shape[0]} data rows."
+            f"{len(rows)} data rows."
         )
-    if data.shape[1] != d + k:
-        raise ValueError(
-            f"{path}: header announces {d} features + {k} labels = {d + k} "
-            f"columns but the rows have {data.shape[1]} columns."
-        )
+    data = np.array(rows, dtype=np.float64).reshape(len(rows), d + k)
     X = np.ascontiguousarray(data[:, :d])
-    ranks = data[:, d:]
-    bad = ~((ranks == np.round(ranks)) & (ranks >= 1) & (ranks <= k)).all(axis=1)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
+    return X, np.ascontiguousarray(data[:, d:].astype(np.int64))
+
+
+def _parse_row(line, d, k, where):
+    """The ``d`` features and ``k`` ranks of a data line, checked: finite
+    numbers, integer ranks in ``1..k``; errors name the line and column."""
+    cells = line.split(",")
+    if len(cells) != d + k:
         raise ValueError(
-            f"{path}: data row {i} (line {i + 2}) has ranks {ranks[i].tolist()}, "
-            f"expected integers in 1..{k}."
-        )
-    return X, np.ascontiguousarray(ranks.astype(np.int64))
+            f"{where}: {len(cells)} columns, but the header announces {d} features + "
+            f"{k} labels = {d + k}.")
+    values = []
+    for j, cell in enumerate(cells):
+        what = f"feature {j + 1}" if j < d else f"the rank of label {j - d + 1}"
+        try:
+            v = float(cell)
+        except ValueError:
+            raise ValueError(f"{where}: column {j + 1} ({what}) is not a number: "
+                             f"{cell.strip()!r}.") from None
+        if not np.isfinite(v):
+            raise ValueError(f"{where}: column {j + 1} ({what}) is {cell.strip()}; "
+                             f"values must be finite.")
+        if j >= d and not (v == round(v) and 1 <= v <= k):
+            raise ValueError(f"{where}: column {j + 1} ({what}) is {cell.strip()}; "
+                             f"ranks are integers in 1..{k}.")
+        values.append(v)
+    return values

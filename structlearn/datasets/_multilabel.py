@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from ._base import open_text
+from ._conll import _text_lines
 
 __all__ = ["read_arff_multilabel"]
 
@@ -95,10 +95,12 @@ def _read_arff(path):
         One string per attribute and instance; sparse rows are expanded
         (omitted numeric values become ``"0"``, omitted nominal values the
         first declared value) and missing values are ``"?"``.
+    lines : list of int
+        The file line of every row (for error messages).
     """
-    attributes, rows = [], []
+    attributes, rows, lines = [], [], []
     in_data = False
-    with open_text(path) as fh:
+    with _text_lines(path) as (_, fh):
         for lineno, raw in enumerate(fh, start=1):
             line = raw.strip()
             if not line or line.startswith("%"):
@@ -123,6 +125,7 @@ def _read_arff(path):
                     raise ValueError(f"{path}:{lineno}: unterminated sparse row.")
                 values = list(defaults)
                 body = line[1:-1].strip()
+                seen = set()
                 if body:
                     for item in _split_quoted(body):
                         idx, _, val = item.partition(" ")
@@ -137,6 +140,11 @@ def _read_arff(path):
                                 f"{path}:{lineno}: sparse index {j} out of range "
                                 f"(file declares {n_attr} attributes)."
                             )
+                        if j in seen:
+                            raise ValueError(
+                                f"{path}:{lineno}: sparse index {j} appears twice in the "
+                                f"row (attribute {attributes[j][0]!r}).")
+                        seen.add(j)
                         values[j] = _unquote(val)
             else:
                 # drop an optional trailing instance weight "{w}"
@@ -148,9 +156,10 @@ def _read_arff(path):
                         f"header declares {n_attr} attributes."
                     )
             rows.append(values)
+            lines.append(lineno)
     if not in_data:
         raise ValueError(f"{path}: no @data section found.")
-    return attributes, rows
+    return attributes, rows, lines
 
 
 def _read_mulan_labels(xml_path):
@@ -176,21 +185,43 @@ def _read_mulan_labels(xml_path):
     return names
 
 
-def _nominal_column(col, values, name, path, as_label):
-    """Encode a nominal column: numeric values as floats, else indices."""
+def _nominal_column(col, values, name, path, as_label, lines):
+    """Encode a nominal column: numeric values as floats, else indices
+    (``lines``: the file line of every row, for errors)."""
     try:
         codes = {v: float(v) for v in values}
     except ValueError:
         codes = {v: float(i) for i, v in enumerate(values)}
     if not as_label:
         codes["?"] = np.nan
-    try:
-        return np.array([codes[v] for v in col], dtype=np.float64)
-    except KeyError as exc:
-        raise ValueError(
-            f"{path}: attribute {name!r} has value {exc.args[0]!r} outside its "
-            f"declared values {values}."
-        ) from None
+    out = np.empty(len(col), dtype=np.float64)
+    for i, v in enumerate(col):
+        c = codes.get(v)
+        if c is None:
+            raise ValueError(
+                f"{path}:{lines[i]}: attribute {name!r} has value {v!r} outside its "
+                f"declared values {values}.")
+        out[i] = c
+    return out
+
+
+def _numeric_column(col, name, path, lines, what="numeric attribute"):
+    """A numeric column as floats (``?``: NaN); a value that is not a
+    finite number is an error naming its line."""
+    out = np.empty(len(col), dtype=np.float64)
+    for i, v in enumerate(col):
+        if v == "?":
+            out[i] = np.nan
+            continue
+        try:
+            out[i] = float(v)
+        except ValueError:
+            raise ValueError(f"{path}:{lines[i]}: {what} {name!r} has the value {v!r}, "
+                             f"not a number.") from None
+        if not np.isfinite(out[i]):
+            raise ValueError(f"{path}:{lines[i]}: {what} {name!r} has the value {v!r}; "
+                             f"values must be finite ('?' marks a missing value).")
+    return out
 
 
 def read_arff_multilabel(arff_path, xml_path):
@@ -229,7 +260,7 @@ def read_arff_multilabel(arff_path, xml_path):
     """
     arff_path = os.fspath(arff_path)
     label_names = _read_mulan_labels(xml_path)
-    attributes, rows = _read_arff(arff_path)
+    attributes, rows, lines = _read_arff(arff_path)
     index = {a[0]: j for j, a in enumerate(attributes)}
     missing = [n for n in label_names if n not in index]
     if missing:
@@ -248,14 +279,9 @@ def read_arff_multilabel(arff_path, xml_path):
         name, kind, values = attributes[j]
         col = table[:, j]
         if kind == "numeric":
-            try:
-                X[:, c] = [np.nan if v == "?" else float(v) for v in col]
-            except ValueError as exc:
-                raise ValueError(
-                    f"{arff_path}: numeric attribute {name!r}: {exc}"
-                ) from None
+            X[:, c] = _numeric_column(col, name, arff_path, lines)
         elif kind == "nominal":
-            X[:, c] = _nominal_column(col, values, name, arff_path, False)
+            X[:, c] = _nominal_column(col, values, name, arff_path, False, lines)
         else:
             raise ValueError(
                 f"{arff_path}: feature attribute {name!r} has type {kind!r}; "
@@ -267,16 +293,21 @@ def read_arff_multilabel(arff_path, xml_path):
         name, kind, values = attributes[j]
         col = table[:, j]
         if "?" in set(col):
-            raise ValueError(f"{arff_path}: label {name!r} has missing values.")
+            i = list(col).index("?")
+            raise ValueError(f"{arff_path}:{lines[i]}: label {name!r} has a missing "
+                             f"value ('?').")
         if kind == "nominal":
-            vals = _nominal_column(col, values, name, arff_path, True)
+            vals = _nominal_column(col, values, name, arff_path, True, lines)
         elif kind == "numeric":
-            vals = np.array([float(v) for v in col])
+            vals = _numeric_column(col, name, arff_path, lines, "label")
         else:
             raise ValueError(f"{arff_path}: label {name!r} has type {kind!r}.")
-        if not np.isin(vals, (0.0, 1.0)).all():
+        bad = ~np.isin(vals, (0.0, 1.0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
             raise ValueError(
-                f"{arff_path}: label {name!r} takes values other than 0/1."
+                f"{arff_path}:{lines[i]}: label {name!r} has the value {col[i]!r}; "
+                f"labels are 0 or 1."
             )
         Y[:, c] = vals.astype(np.int64)
     feature_names = [attributes[j][0] for j in feat_idx]
