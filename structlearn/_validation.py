@@ -5,6 +5,7 @@ with it and where (row, column, sequence, position), before any work is
 done and before any fitted attribute is touched.
 """
 
+import functools
 import numbers
 from collections.abc import Mapping
 
@@ -279,3 +280,32 @@ def check_indicator_matrix(Y, name="Y", n_samples=None, keep_sparse=False):
         raise ValueError(f"{name} must be a binary (0/1) indicator matrix; "
                          f"{name}{index_str(at(k))} = {values.ravel()[k].item()!r}.")
     return Y
+
+
+def interruptible(method):
+    """Let Ctrl-C reach the caller as a ``KeyboardInterrupt``.
+
+    A SIGINT that arrives while Numba's dispatcher prepares a kernel call
+    leaves a ``KeyboardInterrupt`` set when the kernel returns, which Python
+    reports as ``SystemError: CPUDispatcher(...) returned a result with an
+    exception set`` (the ``KeyboardInterrupt`` at the root of its chain of
+    causes; a Numba kernel that unpickles its constants when first called
+    adds a second ``SystemError``).  This
+    decorator of the long-running public methods (``fit``, ``predict``)
+    re-raises the ``KeyboardInterrupt`` itself, so that ``except
+    KeyboardInterrupt`` and interactive sessions see what happened.  The
+    interrupted ``fit`` leaves a fitted estimator unchanged, as any failed
+    call (estimators set their fitted state only at the end).
+    """
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except SystemError as exc:
+            cause = exc         # (the chain may hold several SystemErrors)
+            while isinstance(cause, SystemError):
+                cause = cause.__cause__ if cause.__cause__ is not None else cause.__context__
+            if isinstance(cause, KeyboardInterrupt):
+                raise cause from None
+            raise
+    return wrapper

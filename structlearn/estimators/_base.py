@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_matrix, check_solution
+from .._validation import check_matrix, check_solution, interruptible
 from ..feature_selection import ArrayRestrictor, SelectionProblem
 from ..losses import Perceptron, get_loss
 from ..solvers import LinearProblem, bcfw, blas_threads, cutting_plane, lbfgs, owlqn, sgd
@@ -199,6 +199,7 @@ class StructuredLinearModel(BaseEstimator):
         return checked
 
     # ------------------------------------------------------------------- fit
+    @interruptible
     def fit(self, X, y):
         """Fit the model.
 
@@ -411,6 +412,7 @@ class StructuredLinearModel(BaseEstimator):
             return self.structure_.argmax(theta)
         return self.structure_.calibrated_decode(self.loss_.mean(theta, self.structure_))
 
+    @interruptible
     def predict(self, X):
         """Predict structured outputs (MAP or calibrated decoding)."""
         return self._labels_to_output(self._predict_labels(X))

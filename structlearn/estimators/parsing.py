@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import as_array, check_int, check_solution, describe
+from .._validation import as_array, check_int, check_solution, describe, interruptible
 from ..feature_extraction import ArcVectorizer, check_sentences
 from ..feature_maps import ArcFeatureMap
 from ..feature_selection import SelectionProblem, TemplateRestrictor
@@ -204,6 +204,7 @@ class DependencyParser(StructuredLinearModel):
         check_int("min_freq", self.min_freq)
 
     # ------------------------------------------------------------------ fit
+    @interruptible
     def fit(self, X, y):
         """Fit the parser (and, for labelled targets, its arc labeller).
 
@@ -405,6 +406,7 @@ class DependencyParser(StructuredLinearModel):
         n = np.diff(word_off)
         return [s.reshape(k, k + 1) for s, k in zip(self._split(word_off, parts, "arc"), n)]
 
+    @interruptible
     def predict(self, X):
         """Predicted trees, in the form of the targets ``fit`` was given.
 

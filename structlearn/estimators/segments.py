@@ -5,7 +5,7 @@ import time
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_solution
+from .._validation import check_solution, interruptible
 from ..feature_extraction import TokenVectorizer
 from ..feature_maps import RaggedBatch, SegmentFeatureMap, checked_tokens
 from ..feature_selection import DictRestrictor, SelectionProblem, SequenceArrayRestrictor
@@ -126,6 +126,7 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         return targets_to_segments(y, lengths, scheme, self.outside)
 
     # ------------------------------------------------------------------ fit
+    @interruptible
     def fit(self, X, y):
         """Fit the segmenter (see the class docstring for X and y)."""
         t_start = time.perf_counter()
@@ -310,6 +311,7 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         return [[(s, e, lab) for s, e, lab, chunk in segs if chunk]
                 for segs in self._decode(X)]
 
+    @interruptible
     def predict(self, X):
         """Predicted tags in the fitted scheme, or spans if fitted on spans."""
         if self.scheme_ == "spans":

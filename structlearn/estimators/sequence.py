@@ -7,7 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_solution, describe
+from .._validation import check_solution, describe, interruptible
 from ..feature_extraction import TokenVectorizer
 from ..feature_maps import RaggedBatch, TokenFeatureMap, Tokens, checked_tokens
 from ..feature_selection import DictRestrictor, SelectionProblem, SequenceArrayRestrictor
@@ -290,6 +290,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         self.l1_ratio = l1_ratio
 
     # ------------------------------------------------------------------ fit
+    @interruptible
     def fit(self, X, y):
         """Fit the tagger.
 
@@ -681,6 +682,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
             return st.argmax(theta)
         return st.calibrated_decode(self.loss_.mean(theta, st))
 
+    @interruptible
     def predict(self, X, known=None):
         """Predicted tag sequences (a list of lists of labels).
 

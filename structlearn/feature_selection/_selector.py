@@ -8,7 +8,7 @@ from sklearn import get_config
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_int
+from .._validation import check_int, interruptible
 from ..losses import get_loss
 from ..solvers import online_prox_grad, online_prox_grad_streamed
 from ._problem import (
@@ -383,6 +383,7 @@ class GroupLassoSelector(TransformerMixin, BaseEstimator):
         return self
 
     # ----------------------------------------------------------------- fit
+    @interruptible
     def fit(self, X, y):
         """Select groups on (X, y).
 
