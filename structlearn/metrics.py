@@ -48,6 +48,8 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.metrics import hamming_loss as _sk_hamming_loss
+from sklearn.metrics import mean_absolute_error as _sk_mean_absolute_error
 
 from ._validation import check_indicator_matrix, check_rank_matrix, check_sample_weight
 
@@ -318,7 +320,9 @@ def mean_absolute_error(y_true, y_pred, *, classes=None, sample_weight=None):
         predicted classes in this list, so non-numeric labels (``"low" <
         "mid" < "high"``) and non-contiguous numeric labels (``1, 2, 5``)
         are measured in steps on the ordinal scale.  When None, labels must
-        be numeric and the error is ``|y_true - y_pred|``.
+        be numeric and the error is ``|y_true - y_pred|``: then this is
+        :func:`sklearn.metrics.mean_absolute_error` (which computes it),
+        after a validation that names the offending label.
     sample_weight : array-like of shape (n_samples,), default=None
         Weights of the samples in the average.
 
@@ -388,7 +392,8 @@ def _ordinal_mae(y_true, y_pred, classes, sample_weight, place_unseen=False,
             if not np.all(np.isfinite(y)):
                 raise ValueError(f"{name} contains NaN or infinite values.")
             arrays.append(y)
-        err = np.abs(arrays[0] - arrays[1])
+        # numeric labels: scikit-learn's mean absolute error
+        return float(_sk_mean_absolute_error(arrays[0], arrays[1], sample_weight=w))
     return _average(err, w)
 
 
@@ -413,7 +418,9 @@ def hamming_loss(Y_true, Y_pred, *, sample_weight=None):
     -------
     loss : float
         Hamming loss in ``[0, 1]`` (lower is better; use
-        ``make_scorer(hamming_loss, greater_is_better=False)``).
+        ``make_scorer(hamming_loss, greater_is_better=False)``): the value
+        of :func:`sklearn.metrics.hamming_loss`, which computes it, after a
+        validation that names the first entry that is not 0 or 1.
 
     Raises
     ------
@@ -433,16 +440,10 @@ def hamming_loss(Y_true, Y_pred, *, sample_weight=None):
             f"Y_true and Y_pred have different shapes: {Y_true.shape} vs "
             f"{Y_pred.shape}."
         )
-    n, k = Y_true.shape
-    w = check_sample_weight(sample_weight, n)
-    if sp.issparse(Y_true) or sp.issparse(Y_pred):
-        diff = sp.csr_matrix(Y_true, dtype=np.float64) - sp.csr_matrix(
-            Y_pred, dtype=np.float64
-        )
-        wrong = np.asarray(abs(diff).sum(axis=1)).ravel()
-    else:
-        wrong = (Y_true != Y_pred).sum(axis=1)
-    return _average(wrong / k, w)
+    w = check_sample_weight(sample_weight, Y_true.shape[0])
+    # the arithmetic is scikit-learn's; ours is the validation, which names
+    # the offending entry
+    return float(_sk_hamming_loss(Y_true, Y_pred, sample_weight=w))
 
 
 # ---------------------------------------------------------------------------
