@@ -3,9 +3,11 @@
 import hashlib
 import numbers
 import time
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_matrix, check_solution, interruptible
@@ -152,11 +154,93 @@ class StructuredLinearModel(BaseEstimator):
         self.verbose = verbose
         self.warm_start = warm_start
 
+    #: the penalties ``alpha='auto'`` chooses from (strongest first) and the
+    #: number of its cross-validation folds
+    _auto_alphas = tuple(10.0 ** np.arange(0, -7, -1))
+    _auto_folds = 3
+
+    # ------------------------------------------------------- alpha='auto'
+    def _fit_auto_alpha(self, X, y):
+        """``fit`` with ``alpha='auto'``: the penalty picked by internal
+        cross-validation, then the model refitted on all of (X, y).
+
+        For every fold (``_auto_folds``, shuffled with ``random_state``;
+        stratified by class where every class has enough samples) the
+        regularisation path runs from the strongest penalty of
+        ``_auto_alphas`` to the weakest, each fit warm-started from the
+        previous one, and is scored on the held-out part by the
+        estimator's own ``score``.  The penalty with the best mean score
+        (the strongest among ties) becomes ``alpha_``; ``cv_alphas_`` and
+        ``cv_scores_`` (n_alphas, n_folds) record the path.  The estimator
+        is changed only when everything succeeded.
+        """
+        from sklearn.base import clone
+        from sklearn.model_selection import KFold, StratifiedKFold
+        from sklearn.utils import check_random_state
+        from sklearn.utils import _safe_indexing
+
+        n = len(X) if not hasattr(X, "shape") else X.shape[0]
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
+                             f"target y is None.")
+        if n < 2 * self._auto_folds:
+            raise ValueError(f"alpha='auto' cross-validates over {self._auto_folds} folds "
+                             f"and needs at least {2 * self._auto_folds} samples; got {n}.")
+        rng = check_random_state(self.random_state)
+        seed = int(rng.randint(np.iinfo(np.int32).max))
+        strata = self._auto_strata(y)
+        if strata is not None and np.bincount(strata).min() >= self._auto_folds:
+            splits = StratifiedKFold(self._auto_folds, shuffle=True,
+                                     random_state=seed).split(np.zeros(n), strata)
+        else:
+            splits = KFold(self._auto_folds, shuffle=True, random_state=seed).split(
+                np.zeros(n))
+        alphas = np.asarray(self._auto_alphas, dtype=np.float64)
+        scores = np.empty((len(alphas), self._auto_folds))
+        for f, (tr, va) in enumerate(splits):
+            est = clone(self).set_params(alpha=float(alphas[0]), warm_start=True,
+                                         verbose=0)
+            Xtr, ytr = _safe_indexing(X, tr), _safe_indexing(y, tr)
+            Xva, yva = _safe_indexing(X, va), _safe_indexing(y, va)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                for i, a in enumerate(alphas):
+                    est.set_params(alpha=float(a)).fit(Xtr, ytr)
+                    scores[i, f] = est.score(Xva, yva)
+            if self.verbose:
+                print(f"[{type(self).__name__}] alpha='auto': fold {f + 1}/"
+                      f"{self._auto_folds} scores " +
+                      " ".join(f"{a:.0e}:{v:.4g}" for a, v in zip(alphas, scores[:, f])))
+        best = float(alphas[int(np.argmax(scores.mean(axis=1)))])
+        final = clone(self).set_params(alpha=best).fit(X, y)
+        # everything succeeded: only now replace the fitted state (the
+        # parameters, alpha='auto' included, stay as they are)
+        params = self.get_params(deep=False)
+        self.__dict__.clear()
+        self.__dict__.update(final.__dict__)
+        self.__dict__.update(params)
+        self.alpha_ = best
+        self.cv_alphas_ = alphas
+        self.cv_scores_ = scores
+        return self
+
+    def _auto_strata(self, y):
+        """Class codes to stratify ``alpha='auto'``'s folds by, or None."""
+        return None
+
     # ------------------------------------------------------------ validation
+    def _check_alpha(self):
+        """``alpha`` is a non-negative finite number or 'auto'; whether 'auto'."""
+        if isinstance(self.alpha, str) and self.alpha == "auto":
+            return True
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, numbers.Real) \
+                or not np.isfinite(self.alpha) or self.alpha < 0:
+            raise ValueError(f"alpha must be a non-negative finite number or 'auto', got "
+                             f"{self.alpha!r}.")
+        return False
+
     def _check_params(self, loss):
-        if not isinstance(self.alpha, numbers.Real) or not np.isfinite(self.alpha) \
-                or self.alpha < 0:
-            raise ValueError(f"alpha must be a non-negative finite number, got {self.alpha!r}.")
+        self._check_alpha()
         if self.solver not in SOLVERS:
             raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}.")
         if self.decoding not in DECODINGS:
@@ -212,6 +296,8 @@ class StructuredLinearModel(BaseEstimator):
         -------
         self
         """
+        if self._check_alpha():
+            return self._fit_auto_alpha(X, y)
         t_start = time.perf_counter()
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the "

@@ -111,11 +111,12 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
         'poslearn', 'crf', 'sparsemap', 'm-sparsemap', 'projection'
         (onto the order simplex: isotonic regression), 'squared', or a loss
         object such as ``Projection(set='cube', geometry='kl')``.
-    alpha : float, default=1e-3
+    alpha : float or 'auto', default=1e-3
         Penalty of the **mean** loss (``alpha/2 ||w||^2`` with the default
         ``l1_ratio=0``).  mord penalises the **sum** of the losses, so mord's
         ``alpha`` on ``n`` training rows is ``n`` times stronger: ``mord_alpha
         = alpha * n`` gives the same balance (``alpha = mord_alpha / n``).
+        ``'auto'``: chosen by cross-validation (see :class:`structlearn.LabelRanker`).
     l1_ratio, fit_intercept, solver, max_iter, tol, random_state, n_jobs, verbose, warm_start
         See :class:`structlearn.LabelRanker`.
     decoding : {'map', 'calibrated'}, default='calibrated'
@@ -179,6 +180,11 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
             raise ValueError(f"ordinal regression needs at least 2 classes; got 1 "
                              f"class: {classes.tolist()}.")
         return y_idx.astype(np.int64), OrderSimplex(len(classes)), {"classes_": classes}
+
+    def _auto_strata(self, y):
+        """alpha='auto' stratifies its folds by class."""
+        y_idx, _, _ = self._prepare_targets(y, len(y))
+        return y_idx
 
     def _labels_to_output(self, labels):
         return self.classes_[labels]

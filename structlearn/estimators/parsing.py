@@ -98,8 +98,9 @@ class DependencyParser(StructuredLinearModel):
         ``Projection(set='simplex', geometry='kl')`` (the head-selection
         superset).  'hinge-slack' raises: exact slack-scaled inference has no
         known polynomial algorithm for trees (Sarawagi & Gupta 2008).
-    alpha : float, default=1e-5
+    alpha : float or 'auto', default=1e-5
         L2 penalty of the mean loss, ``alpha/2 ||w||^2``.
+        ``'auto'``: chosen by cross-validation (see :class:`structlearn.LabelRanker`).
     projective : bool, default=False
         Decode (Eisner) and normalise over projective trees only.  ``fit``
         warns when training trees are non-projective: they lie outside that
@@ -231,6 +232,8 @@ class DependencyParser(StructuredLinearModel):
             not a non-empty string, or a gold tree is invalid.  Nothing of a
             fitted estimator is changed then.
         """
+        if self._check_alpha():
+            return self._fit_auto_alpha(X, y)
         t_start = time.perf_counter()
         loss = get_loss(self.loss)
         solver = self._check_params(loss)

@@ -129,6 +129,8 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
     @interruptible
     def fit(self, X, y):
         """Fit the segmenter (see the class docstring for X and y)."""
+        if self._check_alpha():
+            return self._fit_auto_alpha(X, y)
         t_start = time.perf_counter()
         loss = get_loss(self.loss)
         solver = self._check_params(loss)

@@ -122,7 +122,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         'm-sparsemap', 'projection' (Euclidean projection onto the chain
         polytope, by the active-set solver), 'squared', or a loss object such
         as ``Projection(set='cube', geometry='kl')`` (the cheap box superset).
-    alpha : float, default=1e-4
+    alpha : float or 'auto', default=1e-4
         Penalty of the mean loss: ``alpha * (l1_ratio * ||w||_1 + (1 -
         l1_ratio) / 2 * ||w||^2)`` (every weight but the per-tag bias).
         CRFsuite minimises the *sum* of the losses plus ``c1 ||w||_1 + c2
@@ -133,6 +133,8 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         sklearn-crfsuite's parameter names (``c1``, ``c2``, ``algorithm``,
         ``max_iterations``, ``all_possible_states``, ...) raise a TypeError
         that names the equivalent here.
+        ``'auto'``: chosen by cross-validation over the sequences (see
+        :class:`structlearn.LabelRanker`).
     l1_ratio : float in [0, 1], default=0.0
         Share of the L1 penalty (the elastic-net mixing, as in
         scikit-learn): 0 is the L2 model, 1 pure L1 (CRFsuite's ``c1``
@@ -303,6 +305,8 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         -------
         self
         """
+        if self._check_alpha():
+            return self._fit_auto_alpha(X, y)
         t_start = time.perf_counter()
         loss = get_loss(self.loss)
         solver = self._check_params(loss)
