@@ -168,7 +168,7 @@ class StructuredLinearModel(BaseEstimator):
         stratified by class where every class has enough samples) the
         regularisation path runs from the strongest penalty of
         ``_auto_alphas`` to the weakest, each fit warm-started from the
-        previous one, and is scored on the held-out part by the
+        previous one (where the estimator has ``warm_start``), and is scored on the held-out part by the
         estimator's own ``score``.  The penalty with the best mean score
         (the strongest among ties) becomes ``alpha_``; ``cv_alphas_`` and
         ``cv_scores_`` (n_alphas, n_folds) record the path.  The estimator
@@ -198,8 +198,9 @@ class StructuredLinearModel(BaseEstimator):
         alphas = np.asarray(self._auto_alphas, dtype=np.float64)
         scores = np.empty((len(alphas), self._auto_folds))
         for f, (tr, va) in enumerate(splits):
-            est = clone(self).set_params(alpha=float(alphas[0]), warm_start=True,
-                                         verbose=0)
+            est = clone(self).set_params(alpha=float(alphas[0]), verbose=0)
+            if "warm_start" in est.get_params(deep=False):   # (not every estimator has it)
+                est.set_params(warm_start=True)
             Xtr, ytr = _safe_indexing(X, tr), _safe_indexing(y, tr)
             Xva, yva = _safe_indexing(X, va), _safe_indexing(y, va)
             with warnings.catch_warnings():

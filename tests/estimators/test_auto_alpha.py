@@ -6,7 +6,8 @@ from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils import check_random_state
 
-from structlearn import LabelRanker, MultiLabelClassifier, OrdinalRegressor, SequenceTagger
+from structlearn import (DependencyParser, LabelRanker, MultiLabelClassifier,
+                         OrdinalRegressor, SegmentTagger, SequenceTagger)
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -58,10 +59,23 @@ def test_auto_alpha_is_reproducible_and_clones_keep_auto():
     (lambda: LabelRanker(alpha="auto", max_iter=30, random_state=0), "ranker"),
     (lambda: MultiLabelClassifier(loss="crf", alpha="auto", random_state=0), "multilabel"),
     (lambda: SequenceTagger(alpha="auto", random_state=0), "tagger"),
-], ids=["ranker", "multilabel", "tagger"])
+    (lambda: SegmentTagger(alpha="auto", random_state=0), "segments"),
+    (lambda: DependencyParser(alpha="auto", max_iter=20, random_state=0), "parser"),
+], ids=["ranker", "multilabel", "tagger", "segments", "parser"])
 def test_auto_alpha_on_every_kind_of_target(make, data):
+    """Every estimator, those without warm_start (SegmentTagger) too."""
     rng = np.random.RandomState(0)
-    if data == "tagger":
+    if data == "segments":
+        X = [[{"w": w} for w in s.split()] for s in ["a b c", "b c", "c a b a", "a a"]] * 6
+        y = [["B-X", "I-X", "O"], ["B-Y", "O"], ["O", "B-X", "I-X", "O"], ["B-Y", "I-Y"]] * 6
+    elif data == "parser":
+        X, y = [], []
+        for _ in range(30):
+            n = rng.randint(2, 7)
+            X.append([{"form": f"w{rng.randint(20)}", "upos": f"P{rng.randint(4)}"}
+                      for _ in range(n)])
+            y.append([0] + [rng.randint(1, k + 1) for k in range(1, n)])
+    elif data == "tagger":
         words = ["the", "a", "cat", "dog", "sat", "ran"]
         X = [[{"w": w} for w in rng.choice(words, rng.randint(2, 6))] for _ in range(30)]
         y = [["D" if t["w"] in ("the", "a") else "N" if t["w"] in ("cat", "dog") else "V"
