@@ -721,3 +721,28 @@ def test_batched_name_hashing_equals_scikit_learn_per_name():
                 got = _hash_names(k, keys, 17, 1009)
                 ref = [17 + murmurhash3_32(_name(k, s), positive=True) % 1009 for s in keys]
                 np.testing.assert_array_equal(got, ref)
+
+
+def test_hashing_takes_strings_with_lone_surrogates():
+    """A str no codec encodes (a lone surrogate, e.g. from
+    ``errors='surrogateescape'``) is hashed from its code units instead of
+    failing; every other name hashes as scikit-learn's murmurhash3_32 does,
+    in fit and in transform."""
+    from sklearn.utils import murmurhash3_32
+
+    X = [[{"w": "a\ud800b", "n": 1.0}, {"w": "caf\u00e9"}, {"k\udfff": "x", "k": "y"}]]
+    tv = TokenVectorizer(n_features=2 ** 20)
+    M, _ = tv.fit_transform(X)
+    T, _ = tv.transform(X)
+    assert (M != T).nnz == 0 and M.sum() == 5
+    assert set(tv.template_names_) == {"w", "n", "k\udfff", "k"}
+    # columns: template offset + the hash of the name's bytes (surrogates as code units)
+    names = {"w": ["w=a\ud800b", "w=caf\u00e9"], "n": ["n"], "k\udfff": ["k\udfff=x"],
+             "k": ["k=y"]}
+    offsets = np.concatenate([[0], np.cumsum(tv.hash_moduli_)])
+    for g, tmpl in enumerate(tv.template_names_):
+        want = sorted(offsets[g] + murmurhash3_32(n.encode("utf-8", "surrogatepass"),
+                                                  positive=True) % tv.hash_moduli_[g]
+                      for n in names[tmpl])
+        got = sorted(tv.hash_buckets_[tv.templates_ == g].tolist())
+        assert got == sorted(set(want)), tmpl

@@ -427,6 +427,15 @@ def _virtual_ids(by_tmpl, n_codes, gid, mods, offsets):
     return out
 
 
+def _utf8(text):
+    """The UTF-8 bytes a name is hashed from; a lone surrogate (a str no
+    encoding accepts, e.g. from ``bytes.decode(errors='surrogateescape')``)
+    is kept as its own code units rather than failing, so every str hashes
+    and every other str hashes exactly as scikit-learn's ``murmurhash3_32``
+    hashes it."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 def _hash_names(k, inners, offset, mod):
     """``offset + murmurhash3_32(_name(k, s), positive=True) % mod`` for
     every inner key ``s`` of template ``k``, hashed in one Numba call: the
@@ -441,7 +450,7 @@ def _hash_names(k, inners, offset, mod):
     except TypeError:   # numeric features and expanded values: their names by hand
         strs = [i for i, s in enumerate(inners) if type(s) is str]
         rest = np.setdiff1d(np.arange(len(inners)), strs)
-        out[rest] = [offset + murmurhash3_32(_name(k, inners[i]), positive=True) % mod
+        out[rest] = [offset + murmurhash3_32(_utf8(_name(k, inners[i])), positive=True) % mod
                      for i in rest.tolist()]
         values = [inners[i] for i in strs]
         if not values:
@@ -451,13 +460,13 @@ def _hash_names(k, inners, offset, mod):
         lens = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
         sep_len = len(sep)
     else:
-        lens = np.fromiter(map(len, map(str.encode, values)), dtype=np.int64,
+        lens = np.fromiter(map(len, map(_utf8, values)), dtype=np.int64,
                            count=len(values))
-        sep_len = len(sep.encode())
+        sep_len = len(_utf8(sep))
     bounds = np.empty(len(values) + 1, dtype=np.int64)
     bounds[0] = 0
     np.cumsum(lens + sep_len, out=bounds[1:])
-    buf = np.frombuffer(joined.encode(), dtype=np.uint8)
+    buf = np.frombuffer(_utf8(joined), dtype=np.uint8)
     hashed = murmurhash3_32_many(buf, bounds, 0, offset, mod)
     if strs is None:
         return hashed
