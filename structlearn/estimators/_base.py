@@ -156,7 +156,7 @@ class StructuredLinearModel(BaseEstimator):
 
     #: the penalties ``alpha='auto'`` chooses from (strongest first) and the
     #: number of its cross-validation folds
-    _auto_alphas = tuple(10.0 ** np.arange(0, -7, -1))
+    _auto_alphas = tuple(10.0 ** np.arange(1, -7, -1))
     _auto_folds = 3
 
     # ------------------------------------------------------- alpha='auto'
@@ -217,9 +217,11 @@ class StructuredLinearModel(BaseEstimator):
         # everything succeeded: only now replace the fitted state (the
         # parameters, alpha='auto' included, stay as they are)
         params = self.get_params(deep=False)
-        self.__dict__.clear()
-        self.__dict__.update(final.__dict__)
-        self.__dict__.update(params)
+        for key in [k for k in vars(self) if k.endswith("_") and k not in vars(final)]:
+            delattr(self, key)        # fitted attributes of an earlier fit
+        for key, value in vars(final).items():
+            if key not in params:     # (what else the caller set, e.g. a
+                setattr(self, key, value)   # pipeline's callback context, stays)
         self.alpha_ = best
         self.cv_alphas_ = alphas
         self.cv_scores_ = scores

@@ -28,13 +28,13 @@ class LabelRanker(StructuredLinearModel):
     alpha : float or 'auto', default=1e-3
         Penalty of the mean loss, ``alpha * (l1_ratio * ||W||_1 + (1 -
         l1_ratio) / 2 * ||W||^2)`` (the intercept is not penalised).
-        ``'auto'``: chosen by 3-fold cross-validation among ``1, 0.1, ...,
+        ``'auto'``: chosen by 3-fold cross-validation among ``10, 1, ...,
         1e-6`` (a warm-started regularisation path per fold, scored by
         :meth:`score`; folds shuffled with ``random_state``, stratified by
         class for :class:`~structlearn.OrdinalRegressor`), then refitted on
         all the data: the choice is ``alpha_``, the path ``cv_alphas_`` and
         ``cv_scores_`` (n_alphas, n_folds).  The same holds for every
-        estimator; it costs about 21 fits (fewer iterations each, from the
+        estimator; it costs about 24 fits (fewer iterations each, from the
         warm starts) plus one.
     fit_intercept : bool, default=True
     solver : {'auto', 'lbfgs', 'sgd', 'bcfw', 'cutting-plane', 'owlqn'}, default='auto'

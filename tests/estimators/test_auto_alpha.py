@@ -106,3 +106,19 @@ def test_auto_alpha_needs_enough_samples():
     X, y = _ordinal(n=5)
     with pytest.raises(ValueError, match="at least 6 samples; got 5"):
         OrdinalRegressor(alpha="auto").fit(X, y)
+
+
+def test_auto_alpha_in_a_pipeline_and_a_grid_search():
+    """In a Pipeline (which sets and removes its own attributes on the step)
+    and under GridSearchCV, as any estimator."""
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = _ordinal()
+    pipe = make_pipeline(StandardScaler(), OrdinalRegressor(alpha="auto", random_state=0))
+    pipe.fit(X, y)
+    assert pipe[-1].alpha_ in pipe[-1].cv_alphas_
+    search = GridSearchCV(pipe, {"ordinalregressor__loss": ["crf", "projection"]}, cv=3,
+                          error_score="raise").fit(X, y)
+    assert search.best_estimator_[-1].alpha == "auto"

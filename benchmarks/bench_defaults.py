@@ -1,0 +1,115 @@
+#!/usr/bin/env python
+"""Defaults against alpha='auto', on data nobody tuned for (issue 21).
+
+Every ordinal data set of the data folder (Chu & Ghahramani, 10 bins, the
+first ``--partitions`` train/test partitions), as a new user would run it:
+``Pipeline(StandardScaler(), OrdinalRegressor(...))`` with
+
+* the defaults (``loss='projection'``, ``alpha=1e-3``);
+* ``loss='crf'`` at the default ``alpha``;
+* ``alpha='auto'`` for both (3-fold internal CV over 10, 1, ..., 1e-6);
+* mord's ``LogisticAT`` with its own default (``alpha=1``, on the sum of
+  the losses) -- the plain baseline a user would try first.
+
+Reported: test MAE (mean over partitions) and the fit's CPU seconds, side by
+side in one process.  The tuned rows of ``results/ordinal.md`` (an outer
+grid search per partition) are the reference for what tuning can reach.
+
+    python benchmarks/bench_defaults.py --partitions 3
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
+    common_parser, load_chu_ghahramani, machine_info, md_table, out_stem, parse_args,
+    write_text)
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+from structlearn import OrdinalRegressor  # noqa: E402
+from structlearn.datasets import list_chu_ghahramani_datasets  # noqa: E402
+
+DATASETS = list_chu_ghahramani_datasets()
+
+
+def _mord():
+    import mord
+
+    class MordAT(mord.LogisticAT):   # mord needs labels 0..K-1
+        def fit(self, X, y):
+            self.labels_ = np.unique(y)
+            return super().fit(X, np.searchsorted(self.labels_, y))
+
+        def predict(self, X):
+            return self.labels_[super().predict(X)]
+    return MordAT()
+
+
+MODELS = {
+    "default (projection, alpha=1e-3)": lambda: OrdinalRegressor(random_state=0),
+    "projection, alpha='auto'": lambda: OrdinalRegressor(alpha="auto", random_state=0),
+    "crf, alpha=1e-3": lambda: OrdinalRegressor(loss="crf", random_state=0),
+    "crf, alpha='auto'": lambda: OrdinalRegressor(loss="crf", alpha="auto", random_state=0),
+    "mord LogisticAT (its default alpha=1)": _mord,
+}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 parents=[common_parser("out", "no_write", "data",
+                                                        out="defaults_ordinal")])
+    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--datasets", nargs="*", default=DATASETS)
+    args = parse_args(ap, argv)
+    mae = {(d, m): [] for d in args.datasets for m in MODELS}
+    cpu = {(d, m): [] for d in args.datasets for m in MODELS}
+    alphas = {(d, m): [] for d in args.datasets for m in MODELS}
+    for d in args.datasets:
+        for part in range(1, args.partitions + 1):
+            Xtr, ytr, Xte, yte = load_chu_ghahramani(d, part)
+            for m, make in MODELS.items():
+                model = make_pipeline(StandardScaler(), make())
+                t = time.process_time()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    model.fit(Xtr, ytr)
+                cpu[d, m].append(time.process_time() - t)
+                mae[d, m].append(float(np.mean(np.abs(model.predict(Xte) - yte))))
+                alphas[d, m].append(getattr(model[-1], "alpha_", None))
+            print(d, part, " | ".join(f"{m.split(',')[0]} {mae[d, m][-1]:.3f}" for m in MODELS),
+                  flush=True)
+    rows = []
+    for d in args.datasets:
+        best = min(np.mean(mae[d, m]) for m in MODELS)
+        row = [d]
+        for m in MODELS:
+            v = np.mean(mae[d, m])
+            cell = f"{v:.3f}" if v > best else f"**{v:.3f}**"
+            a = [x for x in alphas[d, m] if x is not None]
+            if a:
+                cell += " (" + "/".join(f"{x:.0e}" for x in a) + ")"
+            row.append(cell)
+        rows.append(row)
+    cpu_rows = [[d] + [f"{np.mean(cpu[d, m]):.2f}" for m in MODELS] for d in args.datasets]
+    text = (f"# Ordinal defaults against alpha='auto' and mord's default\n\nCommand: `python "
+            f"benchmarks/bench_defaults.py --partitions {args.partitions}`\n\nMachine: "
+            f"{machine_info()}\n\nTest MAE, mean over partitions 1..{args.partitions} "
+            f"(chosen alphas in parentheses; bold: the best of the row):\n\n"
+            f"{md_table(['data set'] + list(MODELS), rows)}\n\nFit CPU seconds (mean):\n\n"
+            f"{md_table(['data set'] + list(MODELS), cpu_rows)}\n")
+    print(text)
+    stem = out_stem(args, "defaults_ordinal")
+    if stem is not None:
+        print("wrote", write_text(stem, text))
+
+
+if __name__ == "__main__":
+    main()
