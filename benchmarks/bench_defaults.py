@@ -1,8 +1,9 @@
 #!/usr/bin/env python
 """Defaults against alpha='auto', on data nobody tuned for (issue 21).
 
-Every ordinal data set of the data folder (Chu & Ghahramani, 10 bins, the
-first ``--partitions`` train/test partitions), as a new user would run it:
+``--task ordinal`` (default): every ordinal data set of the data folder
+(Chu & Ghahramani, 10 bins, the first ``--partitions`` train/test
+partitions), as a new user would run it:
 ``Pipeline(StandardScaler(), OrdinalRegressor(...))`` with
 
 * the defaults (``loss='projection'``, ``alpha=1e-3``);
@@ -11,8 +12,14 @@ first ``--partitions`` train/test partitions), as a new user would run it:
 * mord's ``LogisticAT`` with its own default (``alpha=1``, on the sum of
   the losses) -- the plain baseline a user would try first.
 
-Reported: test MAE (mean over partitions) and the fit's CPU seconds, side by
-side in one process.  The tuned rows of ``results/ordinal.md`` (an outer
+``--task multilabel``: MULAN emotions, scene and yeast (their train / test
+split), ``MultiLabelClassifier`` with its defaults and with
+``alpha='auto'`` (which picks by subset accuracy, the estimator's
+``score``), against one-vs-rest logistic regression with scikit-learn's
+defaults; test Hamming loss and subset accuracy.
+
+Reported: the test metric (mean over partitions) and the fit's CPU seconds,
+side by side in one process.  The tuned rows of ``results/ordinal.md`` (an outer
 grid search per partition) are the reference for what tuning can reach.
 
     python benchmarks/bench_defaults.py --partitions 3
@@ -23,8 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
-    common_parser, load_chu_ghahramani, machine_info, md_table, out_stem, parse_args,
-    write_text)
+    common_parser, load_chu_ghahramani, load_mulan, machine_info, md_table, out_stem,
+    parse_args, write_text)
 
 import argparse  # noqa: E402
 import time  # noqa: E402
@@ -34,8 +41,8 @@ import numpy as np  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
-from structlearn import OrdinalRegressor  # noqa: E402
-from structlearn.datasets import list_chu_ghahramani_datasets  # noqa: E402
+from structlearn import MultiLabelClassifier, OrdinalRegressor  # noqa: E402
+from structlearn.datasets import list_chu_ghahramani_datasets, list_mulan_datasets  # noqa: E402
 
 DATASETS = list_chu_ghahramani_datasets()
 
@@ -62,13 +69,70 @@ MODELS = {
 }
 
 
+def _ovr():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+
+    return OneVsRestClassifier(LogisticRegression(max_iter=1000))
+
+
+ML_MODELS = {
+    "default (projection, alpha=1e-3)": lambda: MultiLabelClassifier(random_state=0),
+    "projection, alpha='auto'": lambda: MultiLabelClassifier(alpha="auto", random_state=0),
+    "crf, alpha=1e-3": lambda: MultiLabelClassifier(loss="crf", random_state=0),
+    "crf, alpha='auto'": lambda: MultiLabelClassifier(loss="crf", alpha="auto",
+                                                       random_state=0),
+    "one-vs-rest LogisticRegression (defaults)": _ovr,
+}
+
+
+def multilabel(args):
+    from sklearn.metrics import accuracy_score, hamming_loss
+
+    rows, cpu_rows = [], []
+    for d in list_mulan_datasets():
+        Xtr, Ytr, Xte, Yte = load_mulan(d)
+        hl, acc, cpu, chosen = {}, {}, {}, {}
+        for m, make in ML_MODELS.items():
+            model = make_pipeline(StandardScaler(), make())
+            t = time.process_time()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(Xtr, Ytr)
+            cpu[m] = time.process_time() - t
+            P = model.predict(Xte)
+            hl[m], acc[m] = hamming_loss(Yte, P), accuracy_score(Yte, P)
+            chosen[m] = getattr(model[-1], "alpha_", None)
+            print(d, m, f"HL {hl[m]:.4f} acc {acc[m]:.4f} {cpu[m]:.1f}s", flush=True)
+        best = min(hl.values())
+        rows.append([d] + [(f"**{hl[m]:.4f}**" if hl[m] == best else f"{hl[m]:.4f}")
+                           + f" / {acc[m]:.3f}"
+                           + (f" ({chosen[m]:.0e})" if chosen[m] is not None else "")
+                           for m in ML_MODELS])
+        cpu_rows.append([d] + [f"{cpu[m]:.2f}" for m in ML_MODELS])
+    return (f"# Multilabel defaults against alpha='auto' and one-vs-rest logistic "
+            f"regression\n\nCommand: `python benchmarks/bench_defaults.py --task "
+            f"multilabel`\n\nMachine: {machine_info()}\n\nTest Hamming loss / subset "
+            f"accuracy (chosen alpha; bold: the lowest Hamming loss):\n\n"
+            f"{md_table(['data set'] + list(ML_MODELS), rows)}\n\nFit CPU seconds:\n\n"
+            f"{md_table(['data set'] + list(ML_MODELS), cpu_rows)}\n")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  parents=[common_parser("out", "no_write", "data",
                                                         out="defaults_ordinal")])
+    ap.add_argument("--task", choices=["ordinal", "multilabel"], default="ordinal")
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--datasets", nargs="*", default=DATASETS)
     args = parse_args(ap, argv)
+    if args.task == "multilabel":
+        text = multilabel(args)
+        print(text)
+        stem = out_stem(args, "defaults_multilabel")
+        if stem is not None:
+            print("wrote", write_text(stem, text))
+        return
     mae = {(d, m): [] for d in args.datasets for m in MODELS}
     cpu = {(d, m): [] for d in args.datasets for m in MODELS}
     alphas = {(d, m): [] for d in args.datasets for m in MODELS}
