@@ -18,6 +18,12 @@ split), ``MultiLabelClassifier`` with its defaults and with
 ``score``), against one-vs-rest logistic regression with scikit-learn's
 defaults; test Hamming loss and subset accuracy.
 
+``--task ranking``: the label-ranking sets of up to 1,000 rows (5-fold CV,
+shuffled, seed 0), ``LabelRanker`` with its defaults and with
+``alpha='auto'`` against independent per-label ridge regression of the
+ranks (scikit-learn's ``Ridge`` with its defaults, the labels ranked by the
+predicted ranks); mean Kendall tau.
+
 Reported: the test metric (mean over partitions) and the fit's CPU seconds,
 side by side in one process.  The tuned rows of ``results/ordinal.md`` (an outer
 grid search per partition) are the reference for what tuning can reach.
@@ -30,8 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
-    common_parser, load_chu_ghahramani, load_mulan, machine_info, md_table, out_stem,
-    parse_args, write_text)
+    common_parser, label_ranking_csv, label_ranking_names, load_chu_ghahramani, load_mulan,
+    machine_info, md_table, out_stem, parse_args, write_text)
 
 import argparse  # noqa: E402
 import time  # noqa: E402
@@ -41,7 +47,7 @@ import numpy as np  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
-from structlearn import MultiLabelClassifier, OrdinalRegressor  # noqa: E402
+from structlearn import LabelRanker, MultiLabelClassifier, OrdinalRegressor  # noqa: E402
 from structlearn.datasets import list_chu_ghahramani_datasets, list_mulan_datasets  # noqa: E402
 
 DATASETS = list_chu_ghahramani_datasets()
@@ -118,18 +124,84 @@ def multilabel(args):
             f"{md_table(['data set'] + list(ML_MODELS), cpu_rows)}\n")
 
 
+class _RidgeRanks:
+    """Independent per-label ridge regression of the ranks; predict ranks the
+    labels by the predicted ranks (ties broken by label order)."""
+
+    def fit(self, X, Y):
+        from sklearn.linear_model import Ridge
+
+        self.model_ = Ridge().fit(X, Y)
+        return self
+
+    def predict(self, X):
+        S = self.model_.predict(X)
+        return np.argsort(np.argsort(S, axis=1, kind="stable"), axis=1) + 1
+
+    def get_params(self, deep=True):
+        return {}
+
+
+RANK_MODELS = {
+    "default (projection, alpha=1e-3)": lambda: LabelRanker(random_state=0),
+    "projection, alpha='auto'": lambda: LabelRanker(alpha="auto", random_state=0),
+    "per-label Ridge (defaults)": _RidgeRanks,
+}
+
+
+def ranking(args):
+    from sklearn.model_selection import KFold
+    from sklearn.preprocessing import StandardScaler as Scaler
+
+    from structlearn.datasets import read_label_ranking_csv
+    from structlearn.metrics import kendall_tau
+
+    rows, cpu_rows = [], []
+    for d in label_ranking_names():
+        X, Y = read_label_ranking_csv(label_ranking_csv(d))
+        if len(X) > args.max_rows:
+            continue
+        tau = {m: [] for m in RANK_MODELS}
+        cpu = {m: 0.0 for m in RANK_MODELS}
+        for tr, te in KFold(5, shuffle=True, random_state=0).split(X):
+            sc = Scaler().fit(X[tr])
+            for m, make in RANK_MODELS.items():
+                t = time.process_time()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    model = make().fit(sc.transform(X[tr]), Y[tr])
+                cpu[m] += time.process_time() - t
+                tau[m].append(kendall_tau(Y[te], model.predict(sc.transform(X[te]))))
+        means = {m: float(np.mean(v)) for m, v in tau.items()}
+        best = max(means.values())
+        rows.append([d, len(X)] + [f"**{v:.4f}**" if v == best else f"{v:.4f}"
+                                   for v in means.values()])
+        cpu_rows.append([d] + [f"{cpu[m] / 5:.2f}" for m in RANK_MODELS])
+        print(d, " | ".join(f"{m.split(',')[0]} {v:.4f}" for m, v in means.items()),
+              flush=True)
+    return (f"# Label-ranking defaults against alpha='auto' and per-label ridge\n\n"
+            f"Command: `python benchmarks/bench_defaults.py --task ranking`\n\nMachine: "
+            f"{machine_info()}\n\nMean Kendall tau over 5 folds (bold: the best):\n\n"
+            f"{md_table(['data set', 'rows'] + list(RANK_MODELS), rows)}\n\n"
+            f"Fit CPU seconds (mean per fold):\n\n"
+            f"{md_table(['data set'] + list(RANK_MODELS), cpu_rows)}\n")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  parents=[common_parser("out", "no_write", "data",
                                                         out="defaults_ordinal")])
-    ap.add_argument("--task", choices=["ordinal", "multilabel"], default="ordinal")
+    ap.add_argument("--task", choices=["ordinal", "multilabel", "ranking"],
+                    default="ordinal")
+    ap.add_argument("--max-rows", type=int, default=1000,
+                    help="ranking: skip the sets with more rows")
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--datasets", nargs="*", default=DATASETS)
     args = parse_args(ap, argv)
-    if args.task == "multilabel":
-        text = multilabel(args)
+    if args.task in ("multilabel", "ranking"):
+        text = multilabel(args) if args.task == "multilabel" else ranking(args)
         print(text)
-        stem = out_stem(args, "defaults_multilabel")
+        stem = out_stem(args, f"defaults_{args.task}")
         if stem is not None:
             print("wrote", write_text(stem, text))
         return
