@@ -52,6 +52,8 @@ from numba import njit
 from ._lazy import njit_on_first_call
 from ._sparsemap_types import FORBIDDEN, FORBIDDEN_CUT
 from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE, block_params
+from .slack_search import (SEARCH_STATE, search_calls, search_init, search_next,
+                           search_tell)
 
 NEG_INF = -np.inf
 
@@ -632,13 +634,11 @@ def second_best_batch(theta, y, part_off, tok_off, K):
 
 
 @njit(cache=True, nogil=True)
-def _approx_slack_eval(theta, theta_or, base, L, K, y, o, lam, s_true, best_g, aug,
-                       cand, best_y):
+def _approx_slack_eval(theta, theta_or, base, L, K, y, o, lam, aug, cand):
     """One evaluation of the approximate-slack search on the sequence at
     ``base`` / ``o``: the best labeling other than ``y`` at the cost-augmented
-    scores ``theta_or + lam [k != y_t]``; returns its score under ``theta``,
-    its Hamming cost and the best slack hinge met so far (``best_y`` takes
-    the labeling when its slack hinge is the new best)."""
+    scores ``theta_or + lam [k != y_t]`` into ``cand``; returns its score
+    under ``theta`` and its Hamming cost."""
     for t in range(L):
         for k in range(K):
             aug[t * K + k] = theta_or[base + t * K + k] + (lam if k != y[o + t] else 0.0)
@@ -648,12 +648,7 @@ def _approx_slack_eval(theta, theta_or, base, L, K, y, o, lam, s_true, best_g, a
     for t in range(L):
         if cand[t] != y[o + t]:
             Lc += 1.0
-    g = Lc * (1.0 - s_true + s)
-    if g > best_g:
-        best_g = g
-        for t in range(L):
-            best_y[o + t] = cand[t]
-    return s, Lc, best_g
+    return s, Lc
 
 
 @njit(cache=True, nogil=True)
@@ -663,26 +658,27 @@ def approx_slack_batch(theta, theta_or, y, part_off, tok_off, K, n_search, epsil
 
     The search of :meth:`structlearn.structures.base.Structure.approx_slack_search`
     (the reference, written with the structure's batched oracles), run per
-    sequence: ``F(lambda)`` is evaluated by the best sequence different
-    from ``y`` at the cost-augmented scores ``theta_or + lambda [k != y_t]``
+    sequence by the driver of :mod:`structlearn.kernels.slack_search`:
+    ``F(lambda)`` is evaluated by the best sequence different from ``y`` at
+    the cost-augmented scores ``theta_or + lambda [k != y_t]``
     (``theta_or``: the scores the oracles see, ``theta`` plus the
     constraints' offsets), each candidate scored with ``theta``; the
     interval is ``[epsilon / L, lambda_u]`` (``L`` the length, the largest
     cost; the smallest cost gap is 1), searched by golden section with
-    ``n_search`` evaluations in all.  Returns per token the tags of the
-    labeling with the largest slack hinge met (``y`` where none is
-    positive).
+    ``n_search`` evaluations after the two ends.  Returns per token the
+    tags of the labeling with the largest slack hinge met (``y`` where none
+    is positive), and the number of oracle evaluations made.
     """
     n = tok_off.shape[0] - 1
     best_y = y.copy()
     if K < 2:
-        return best_y
-    ratio = (np.sqrt(5.0) - 1.0) / 2.0
+        return best_y, 0.0
     Lmax_all = 0
     for i in range(n):
         Lmax_all = max(Lmax_all, tok_off[i + 1] - tok_off[i])
     cand = np.empty(Lmax_all, dtype=np.int64)
     ymap = np.empty(Lmax_all, dtype=np.int64)
+    st = np.zeros(SEARCH_STATE)
     for i in range(n):
         base = part_off[i]
         o = tok_off[i]
@@ -690,61 +686,19 @@ def approx_slack_batch(theta, theta_or, y, part_off, tok_off, K, n_search, epsil
         p = part_off[i + 1] - base
         aug = theta_or[base:base + p].copy()
         s_true = _score_seq(theta, base, L, K, y, o)
-        # the state of the search: the best slack hinge met and its labeling
-        best_g = 0.0
         L_max = float(L)
-        lam_l = epsilon / L_max
         _viterbi_into(theta_or, base, L, K, ymap, 0)
         s_map = _score_seq(theta, base, L, K, ymap, 0)
-        # evaluate(lam) -> (s, L) of the candidate, updating the best
-        s, Lc, best_g = _approx_slack_eval(theta, theta_or, base, L, K, y, o, lam_l,
-                                           s_true, best_g, aug, cand, best_y)
-        xi = best_g
-        lam_u = max((s_map - s_true + 1.0 - xi / L_max) / 1.0, lam_l)
-        s, Lc, best_g = _approx_slack_eval(theta, theta_or, base, L, K, y, o, lam_u,
-                                           s_true, best_g, aug, cand, best_y)
-        xi = best_g
-        a = lam_l
-        b = lam_u
-        x1 = b - ratio * (b - a)
-        x2 = a + ratio * (b - a)
-        f1 = 0.0
-        f2 = 0.0
-        for e in range(n_search):
-            # evaluations 0, 1: x1, x2; then one new point per step
-            if e == 0:
-                lam = x1
-            elif e == 1:
-                lam = x2
-            else:
-                left = f1 <= f2
-                if left:
-                    b = x2
-                    x2n = x1
-                    x1n = b - ratio * (b - a)
-                    lam = x1n
-                else:
-                    a = x1
-                    x2n = a + ratio * (b - a)
-                    x1n = x2
-                    lam = x2n
-            s, Lc, best_g = _approx_slack_eval(theta, theta_or, base, L, K, y, o, lam,
-                                               s_true, best_g, aug, cand, best_y)
-            f = s + lam * Lc - 2.0 * np.sqrt(xi * lam)
-            if e == 0:
-                f1 = f
-            elif e == 1:
-                f2 = f
-            else:
-                if left:
-                    f2 = f1
-                    f1 = f
-                else:
-                    f1 = f2
-                    f2 = f
-                x1 = x1n
-                x2 = x2n
-    return best_y
+        search_init(st, s_true, s_map, epsilon / L_max, L_max, 1.0, n_search)
+        while True:
+            lam = search_next(st)
+            if lam < 0.0:
+                break
+            s, Lc = _approx_slack_eval(theta, theta_or, base, L, K, y, o, lam, aug, cand)
+            if search_tell(st, s, Lc):
+                for t in range(L):
+                    best_y[o + t] = cand[t]
+    return best_y, search_calls(st)
 
 
 @njit(cache=True, nogil=True)

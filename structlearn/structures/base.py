@@ -269,7 +269,7 @@ class Structure:
         if self._approx_slack_family() is None:
             phi_hat = self.approx_slack_violator(theta, y, n_search, epsilon)
             return slack_hinge(self, theta, self.encode(y), phi_hat)
-        return self._approx_slack_kernel(theta, y, n_search, epsilon)[1:]
+        return self._approx_slack_kernel(theta, y, n_search, epsilon)[1:3]
 
     def _approx_slack_family(self):
         """The family code of the Numba search
