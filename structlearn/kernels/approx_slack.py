@@ -40,11 +40,13 @@ CUBE, KNAPSACK, ORDER_SIMPLEX, PERMUTAHEDRON, BIRKHOFF = range(5)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def family_map(family, eta, params, out, iwork, fwork):
+def family_map(family, eta, params, out, iwork, fwork, warm):
     """The MAP oracle of the structure family ``family``, with the
     workspaces ``iwork`` (int64) and ``fwork`` (float64) of ``4 p + 3``
     entries (``p`` parts): no allocation, and inlined (twice as fast), as
-    the search calls it ~15 times per row."""
+    the search calls it up to ``n_search + 3`` times per row.  ``warm``:
+    the workspaces hold the previous call's solve (the assignment of the
+    Birkhoff polytope is warm-started from it)."""
     if family == CUBE:
         cube_map_into(eta, params, out)
     elif family == KNAPSACK:
@@ -54,7 +56,7 @@ def family_map(family, eta, params, out, iwork, fwork):
     elif family == PERMUTAHEDRON:
         permutahedron_map_into(eta, params, out, iwork)
     else:
-        birkhoff_map_into(eta, params, out, iwork, fwork)
+        birkhoff_map_into(eta, params, out, iwork, fwork, warm)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -138,7 +140,7 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
         s_true = 0.0
         for j in range(p):
             s_true += theta[j] * phi[j]
-        family_map(family, theta, params, cand, iwork, fwork)
+        family_map(family, theta, params, cand, iwork, fwork, i > 0)
         s_map = 0.0
         for j in range(p):
             s_map += theta[j] * cand[j]
@@ -150,7 +152,7 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
             # the best structure other than y at theta + lam c
             for j in range(p):
                 eta[j] = theta[j] + lam * c[j]
-            family_map(family, eta, params, cand, iwork, fwork)
+            family_map(family, eta, params, cand, iwork, fwork, True)
             same = True
             for j in range(p):
                 if cand[j] != phi[j]:

@@ -88,13 +88,15 @@ def permutahedron_map_into(eta, params, out, order):
 
 
 @njit(cache=True, nogil=True)
-def birkhoff_map_into(eta, params, out, iwork, fwork):
+def birkhoff_map_into(eta, params, out, iwork, fwork, warm=False):
     """:func:`birkhoff_map` with the workspaces ``iwork`` (int64) and
-    ``fwork`` (float64) of ``4 k + 3`` entries each."""
+    ``fwork`` (float64) of ``4 k + 3`` entries each; ``warm``: they hold a
+    previous solve, which is warm-started (see
+    :func:`structlearn.kernels.assignment._assignment_into`)."""
     k = int(params[0])
     perm = iwork[:k]
     _assignment_into(eta.reshape((k, k)), perm, fwork[:k], fwork[k:2 * k],
-                     fwork[2 * k:5 * k + 3], iwork[k:4 * k + 3])
+                     fwork[2 * k:5 * k + 3], iwork[k:4 * k + 3], warm)
     out[:] = 0.0
     for i in range(k):
         out[i * k + perm[i]] = 1.0
