@@ -46,15 +46,16 @@ def family_map(family, eta, params, out, iwork, fwork, warm):
     entries (``p`` parts): no allocation, and inlined (twice as fast), as
     the search calls it up to ``n_search + 3`` times per row.  ``warm``:
     the workspaces hold the previous call's solve (the assignment of the
-    Birkhoff polytope is warm-started from it)."""
+    Birkhoff polytope is warm-started from it, the sorts of the knapsack and
+    the permutahedron start from its order)."""
     if family == CUBE:
         cube_map_into(eta, params, out)
     elif family == KNAPSACK:
-        knapsack_map_into(eta, params, out, iwork)
+        knapsack_map_into(eta, params, out, iwork, warm)
     elif family == ORDER_SIMPLEX:
         order_simplex_map_into(eta, params, out)
     elif family == PERMUTAHEDRON:
-        permutahedron_map_into(eta, params, out, iwork)
+        permutahedron_map_into(eta, params, out, iwork, warm)
     else:
         birkhoff_map_into(eta, params, out, iwork, fwork, warm)
 
