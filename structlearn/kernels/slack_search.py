@@ -34,7 +34,9 @@ and the oracle's labeling at any point between them lies on it too (a line
 reaching ``H`` inside ``[p, q]`` and below it at both ends is the same
 line).  Every golden-section point falls between two points already
 evaluated (the bracket ends and the inner points), so when those two have the
-same line the driver answers the evaluation itself -- the same ``s``, ``L``,
+same line (the same slope ``L`` already implies it: two parallel lines
+cannot each be the maximum somewhere without coinciding; both are compared)
+the driver answers the evaluation itself -- the same ``s``, ``L``,
 ``F`` and slack hinge as the oracle's, which is then not called.  Once the
 bracket sits inside one piece of ``H`` the rest of the search costs nothing.
 The labelings met are the reference's
