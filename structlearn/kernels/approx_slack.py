@@ -141,7 +141,8 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
         s_true = 0.0
         for j in range(p):
             s_true += theta[j] * phi[j]
-        family_map(family, theta, params, cand, iwork, fwork, i > 0)
+        # a new row: nothing to warm-start from
+        family_map(family, theta, params, cand, iwork, fwork, False)
         s_map = 0.0
         for j in range(p):
             s_map += theta[j] * cand[j]

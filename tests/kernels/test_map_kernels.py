@@ -438,3 +438,27 @@ def test_warm_assignment_is_optimal(k):
             moved += step > 0 and not np.array_equal(perm, prev)
             prev = perm.copy()
     assert moved > 0   # the warm start had to re-insert rows
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+def test_birkhoff_runner_up_is_the_second_best_assignment(k):
+    # the runner-up from one solve's duals against enumeration of all
+    # assignments: the best one different from the MAP (continuous scores,
+    # unique), also with the MAP's own score pushed up (many near-ties)
+    from structlearn.kernels.maps import birkhoff_runner_up
+    rng = np.random.default_rng(10 + k)
+    perms = np.array(list(itertools.permutations(range(k))))
+    params = np.array([float(k)])
+    out = np.empty(k * k)
+    for trial in range(40):
+        S = rng.normal(size=(k, k))
+        if trial % 2:
+            S[np.arange(k), rng.permutation(k)] += 2.0
+        scores = S[np.arange(k), perms].sum(axis=1)
+        order = np.argsort(-scores)
+        best = np.zeros((k, k))
+        best[np.arange(k), perms[order[0]]] = 1.0
+        second = np.zeros((k, k))
+        second[np.arange(k), perms[order[1]]] = 1.0
+        birkhoff_runner_up(S.ravel(), params, best.ravel(), out)
+        assert_array_equal(out, second.ravel())
