@@ -428,6 +428,7 @@ def test_warm_assignment_is_optimal(k):
     a, b = np.empty(k), np.empty(k)
     fwork, iwork = np.empty(3 * (k + 1)), np.empty(3 * (k + 1), dtype=np.int64)
     moved = 0
+    prev = None
     for trial in range(20):
         theta, c = rng.normal(size=(k, k)), rng.random((k, k))
         for step, lam in enumerate(rng.random(8) * 5):
@@ -435,7 +436,7 @@ def test_warm_assignment_is_optimal(k):
             _assignment_into(S, perm, a, b, fwork, iwork, trial + step > 0)
             best = perms[np.argmax(S[np.arange(k), perms].sum(axis=1))]
             assert_array_equal(perm, best)
-            moved += step > 0 and not np.array_equal(perm, prev)
+            moved += prev is not None and step > 0 and not np.array_equal(perm, prev)
             prev = perm.copy()
     assert moved > 0   # the warm start had to re-insert rows
 
