@@ -134,6 +134,11 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
     iwork = np.empty(4 * p + 3, dtype=np.int64)
     fwork = np.empty(4 * p + 3)
     st = np.zeros(SEARCH_STATE)
+    # the oracles' warm flag as array entries, not literals: a literal bool
+    # would compile every oracle once per value (Literal[bool] types)
+    flags = np.array([False, True])
+    cold = flags[0]
+    warm = flags[1]
     for i in range(n):
         theta = Theta[i]
         phi = Phi[i]
@@ -142,7 +147,7 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
         for j in range(p):
             s_true += theta[j] * phi[j]
         # a new row: nothing to warm-start from
-        family_map(family, theta, params, cand, iwork, fwork, False)
+        family_map(family, theta, params, cand, iwork, fwork, cold)
         s_map = 0.0
         for j in range(p):
             s_map += theta[j] * cand[j]
@@ -154,7 +159,7 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
             # the best structure other than y at theta + lam c
             for j in range(p):
                 eta[j] = theta[j] + lam * c[j]
-            family_map(family, eta, params, cand, iwork, fwork, True)
+            family_map(family, eta, params, cand, iwork, fwork, warm)
             same = True
             for j in range(p):
                 if cand[j] != phi[j]:

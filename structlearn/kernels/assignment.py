@@ -63,12 +63,14 @@ def _assignment_with_duals(score, perm, a, b):
     deterministic.
     """
     k = score.shape[0]
+    # a computed False: a literal one would compile _assignment_into once
+    # more, for the type Literal[bool](False)
     _assignment_into(score, perm, a, b, np.empty(3 * (k + 1)),
-                     np.empty(3 * (k + 1), dtype=np.int64))
+                     np.empty(3 * (k + 1), dtype=np.int64), k < 0)
 
 
 @njit(cache=True, nogil=True)
-def _assignment_into(score, perm, a, b, fwork, iwork, warm=False):
+def _assignment_into(score, perm, a, b, fwork, iwork, warm):
     """:func:`_assignment_with_duals` with the workspaces ``fwork`` (float64)
     and ``iwork`` (int64) of ``3 (k + 1)`` entries each (no allocation).
 

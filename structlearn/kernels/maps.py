@@ -88,7 +88,7 @@ def order_simplex_map_into(eta, params, out):
 
 
 @njit(cache=True, nogil=True)
-def knapsack_map_into(eta, params, out, order, warm=False):
+def knapsack_map_into(eta, params, out, order, warm):
     """:func:`knapsack_map` with the workspace ``order`` (k int64); ``warm``:
     it holds a previous call's sort (:func:`order_desc_warm`)."""
     lower = int(params[0])
@@ -107,7 +107,7 @@ def knapsack_map_into(eta, params, out, order, warm=False):
 
 
 @njit(cache=True, nogil=True)
-def permutahedron_map_into(eta, params, out, order, warm=False):
+def permutahedron_map_into(eta, params, out, order, warm):
     """:func:`permutahedron_map` with the workspace ``order`` (k int64);
     ``warm``: it holds a previous call's sort (:func:`order_desc_warm`)."""
     if warm:
@@ -119,7 +119,7 @@ def permutahedron_map_into(eta, params, out, order, warm=False):
 
 
 @njit(cache=True, nogil=True)
-def birkhoff_map_into(eta, params, out, iwork, fwork, warm=False):
+def birkhoff_map_into(eta, params, out, iwork, fwork, warm):
     """:func:`birkhoff_map` with the workspaces ``iwork`` (int64) and
     ``fwork`` (float64) of ``4 k + 3`` entries each; ``warm``: they hold a
     previous solve, which is warm-started (see
@@ -147,7 +147,8 @@ def knapsack_map(eta, params, out):
     Take the ``lower`` best parts whatever their sign, then keep adding the
     next best while it is positive and the count is below ``upper``.
     """
-    knapsack_map_into(eta, params, out, np.empty(eta.shape[0], dtype=np.int64))
+    # cold (computed False: a literal would compile another specialisation)
+    knapsack_map_into(eta, params, out, np.empty(eta.shape[0], dtype=np.int64), out.size < 0)
 
 
 @njit_on_first_call(ORACLE_SIGNATURE, cache=True)
@@ -163,7 +164,9 @@ def order_simplex_map(eta, params, out):
 @njit_on_first_call(ORACLE_SIGNATURE, cache=True)
 def permutahedron_map(eta, params, out):
     """Permutahedron induced by ``w = params`` (non-increasing): sort ``eta``."""
-    permutahedron_map_into(eta, params, out, np.empty(eta.shape[0], dtype=np.int64))
+    # cold (computed False: a literal would compile another specialisation)
+    permutahedron_map_into(eta, params, out, np.empty(eta.shape[0], dtype=np.int64),
+                           out.size < 0)
 
 
 @njit_on_first_call(ORACLE_SIGNATURE, cache=True)
