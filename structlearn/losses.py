@@ -182,7 +182,9 @@ class Hinge(Loss):
     s(y) + lambda L(y) - 2 sqrt(xi lambda)`` is taken as the largest slack
     hinge ``L(y)(1 - s(y_i) + s(y))`` among the labelings found at the two
     ends of the interval ``[lambda_l, lambda_u]`` (Sec. 3.1 bounds); the
-    search minimises ``F`` (convex, Claim 3.2) by golden section; among all
+    search minimises ``F`` (convex, Claim 3.2) by golden section (the
+    kernels skip the oracle where its answer is known, the same labelings
+    met: ``structlearn.kernels.slack_search``); among all
     labelings met, the one with the largest slack hinge defines the loss
     value and subgradient.  The value is therefore a lower bound of the exact
     slack-scaling loss, equal to it whenever the search meets the exact

@@ -18,6 +18,8 @@ import numpy as np
 from numba import njit, types
 
 from ._lazy import njit_on_first_call
+from .slack_search import (
+    SEARCH_STATE, search_best, search_calls, search_init, search_next, search_tell)
 from .maps import (
     birkhoff_map_into,
     birkhoff_runner_up,
@@ -38,21 +40,24 @@ CUBE, KNAPSACK, ORDER_SIMPLEX, PERMUTAHEDRON, BIRKHOFF = range(5)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def family_map(family, eta, params, out, iwork, fwork):
+def family_map(family, eta, params, out, iwork, fwork, warm):
     """The MAP oracle of the structure family ``family``, with the
     workspaces ``iwork`` (int64) and ``fwork`` (float64) of ``4 p + 3``
     entries (``p`` parts): no allocation, and inlined (twice as fast), as
-    the search calls it ~15 times per row."""
+    the search calls it up to ``n_search + 3`` times per row.  ``warm``:
+    the workspaces hold the previous call's solve (the assignment of the
+    Birkhoff polytope is warm-started from it, the sorts of the knapsack and
+    the permutahedron start from its order)."""
     if family == CUBE:
         cube_map_into(eta, params, out)
     elif family == KNAPSACK:
-        knapsack_map_into(eta, params, out, iwork)
+        knapsack_map_into(eta, params, out, iwork, warm)
     elif family == ORDER_SIMPLEX:
         order_simplex_map_into(eta, params, out)
     elif family == PERMUTAHEDRON:
-        permutahedron_map_into(eta, params, out, iwork)
+        permutahedron_map_into(eta, params, out, iwork, warm)
     else:
-        birkhoff_map_into(eta, params, out, iwork, fwork)
+        birkhoff_map_into(eta, params, out, iwork, fwork, warm)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -68,11 +73,9 @@ def family_runner_up(family, eta, params, best, out):
         birkhoff_runner_up(eta, params, best, out)
 
 
-_GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
-
-
 @njit_on_first_call(
-    types.Tuple((types.float64[:, ::1], types.float64[::1], types.float64[:, ::1]))(
+    types.Tuple((types.float64[:, ::1], types.float64[::1], types.float64[:, ::1],
+                 types.float64))(
         types.float64[:, ::1], types.float64[:, ::1], types.float64[:, ::1], types.int64,
         types.float64[::1], types.int64, types.float64, types.float64, types.float64),
     cache=True, nogil=True)
@@ -96,7 +99,8 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
     params : ndarray
         The oracles' parameters.
     n_search : int
-        Number of golden-section evaluations of ``F`` (after the two ends).
+        Number of golden-section evaluations of ``F`` (after the two ends),
+        by the driver of :mod:`structlearn.kernels.slack_search`.
     epsilon : float
         ``lambda_l = epsilon / L_max``.
     L_max, L_eps : float
@@ -113,6 +117,10 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
         That slack hinge (0 where none is positive): the loss.
     G : ndarray of shape (n, p)
         Its gradient in ``Theta``, ``L(y') (phi(y') - Phi_i)``.
+    calls : float
+        Number of oracle evaluations of ``F`` made (at most ``n (n_search +
+        2)``; the search skips those whose answer it knows,
+        :mod:`structlearn.kernels.slack_search`).
     """
     n, p = Theta.shape
     Best = Phi.copy()
@@ -125,6 +133,12 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
     cand = np.empty(p)
     iwork = np.empty(4 * p + 3, dtype=np.int64)
     fwork = np.empty(4 * p + 3)
+    st = np.zeros(SEARCH_STATE)
+    # the oracles' warm flag as array entries, not literals: a literal bool
+    # would compile every oracle once per value (Literal[bool] types)
+    flags = np.array([False, True])
+    cold = flags[0]
+    warm = flags[1]
     for i in range(n):
         theta = Theta[i]
         phi = Phi[i]
@@ -132,51 +146,20 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
         s_true = 0.0
         for j in range(p):
             s_true += theta[j] * phi[j]
-        family_map(family, theta, params, cand, iwork, fwork)
+        # a new row: nothing to warm-start from
+        family_map(family, theta, params, cand, iwork, fwork, cold)
         s_map = 0.0
         for j in range(p):
             s_map += theta[j] * cand[j]
-        best_g = 0.0
-        xi = 0.0
-        a = lam_l
-        b = lam_l
-        x1 = 0.0
-        x2 = 0.0
-        f1 = 0.0
-        f2 = 0.0
-        x1n = 0.0
-        x2n = 0.0
-        left = True
-        # evaluations: -2 at lambda_l, -1 at lambda_u, then 0 and 1 at the
-        # two inner golden-section points and one new point per step
-        for e in range(-2, n_search):
-            if e == -2:
-                lam = lam_l
-            elif e == -1:
-                lam = max((s_map - s_true + 1.0 - xi / L_max) / L_eps, lam_l)
-                b = lam
-                x1 = b - _GOLDEN * (b - a)
-                x2 = a + _GOLDEN * (b - a)
-            elif e == 0:
-                lam = x1
-            elif e == 1:
-                lam = x2
-            else:
-                left = f1 <= f2
-                if left:
-                    b = x2
-                    x2n = x1
-                    x1n = b - _GOLDEN * (b - a)
-                    lam = x1n
-                else:
-                    a = x1
-                    x2n = a + _GOLDEN * (b - a)
-                    x1n = x2
-                    lam = x2n
+        search_init(st, s_true, s_map, lam_l, L_max, L_eps, n_search)
+        while True:
+            lam = search_next(st)
+            if lam < 0.0:
+                break
             # the best structure other than y at theta + lam c
             for j in range(p):
                 eta[j] = theta[j] + lam * c[j]
-            family_map(family, eta, params, cand, iwork, fwork)
+            family_map(family, eta, params, cand, iwork, fwork, warm)
             same = True
             for j in range(p):
                 if cand[j] != phi[j]:
@@ -189,29 +172,9 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
             for j in range(p):
                 s += theta[j] * cand[j]
                 L += (cand[j] - phi[j]) * c[j]
-            g = L * (1.0 - s_true + s)
-            if g > best_g:
-                best_g = g
+            if search_tell(st, s, L):
                 for j in range(p):
                     Best[i, j] = cand[j]
                     G[i, j] = L * (cand[j] - phi[j])
-            if e < 0:
-                xi = best_g
-                continue
-            f = s + lam * L - 2.0 * np.sqrt(xi * lam)
-            if e == 0:
-                f1 = f
-            elif e == 1:
-                f2 = f
-            else:
-                if left:
-                    f2 = f1
-                    f1 = f
-                else:
-                    f1 = f2
-                    f2 = f
-                x1 = x1n
-                x2 = x2n
-        value[i] = best_g
-    return Best, value, G
-
+        value[i] = search_best(st)
+    return Best, value, G, search_calls(st)

@@ -63,14 +63,25 @@ def _assignment_with_duals(score, perm, a, b):
     deterministic.
     """
     k = score.shape[0]
+    # a computed False: a literal one would compile _assignment_into once
+    # more, for the type Literal[bool](False)
     _assignment_into(score, perm, a, b, np.empty(3 * (k + 1)),
-                     np.empty(3 * (k + 1), dtype=np.int64))
+                     np.empty(3 * (k + 1), dtype=np.int64), k < 0)
 
 
 @njit(cache=True, nogil=True)
-def _assignment_into(score, perm, a, b, fwork, iwork):
+def _assignment_into(score, perm, a, b, fwork, iwork, warm):
     """:func:`_assignment_with_duals` with the workspaces ``fwork`` (float64)
-    and ``iwork`` (int64) of ``3 (k + 1)`` entries each (no allocation)."""
+    and ``iwork`` (int64) of ``3 (k + 1)`` entries each (no allocation).
+
+    ``warm``: the workspaces hold the state of a previous solve of the same
+    size (another score matrix), which is reused: the column potentials are
+    kept, the row potentials recomputed (``u_i = min_j cost_ij - v_j``, a
+    feasible pair), the previous pairs that stay tight kept, and only the
+    other rows inserted -- a few Dijkstra searches instead of ``k`` when
+    the scores moved little (the approximate-slack search's steps).  The
+    assignment is the same as a cold solve's where the optimum is unique
+    (ties may break differently)."""
     k = score.shape[0]
     inf = np.inf
     u = fwork[:k + 1]
@@ -82,12 +93,33 @@ def _assignment_into(score, perm, a, b, fwork, iwork):
     way = iwork[k + 1:2 * k + 2]
     # used[j] != 0: column j is in the search tree
     used = iwork[2 * k + 2:3 * k + 3]
-    for j in range(k + 1):
-        u[j] = 0.0
-        v[j] = 0.0
-        col_owner[j] = 0
-        way[j] = 0
+    if warm:
+        for i in range(1, k + 1):
+            m = inf
+            for j in range(1, k + 1):
+                c = -score[i - 1, j - 1] - v[j]
+                if c < m:
+                    m = c
+            u[i] = m
+        for j in range(1, k + 1):
+            i = col_owner[j]
+            if i != 0 and -score[i - 1, j - 1] - v[j] != u[i]:
+                col_owner[j] = 0   # no longer tight: row i is inserted again
+    else:
+        for j in range(k + 1):
+            u[j] = 0.0
+            v[j] = 0.0
+            col_owner[j] = 0
+            way[j] = 0
     for i in range(1, k + 1):
+        if warm:
+            matched = False
+            for j in range(1, k + 1):
+                if col_owner[j] == i:
+                    matched = True
+                    break
+            if matched:
+                continue
         col_owner[0] = i
         j0 = 0
         for j in range(k + 1):

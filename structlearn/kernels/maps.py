@@ -39,6 +39,29 @@ def order_desc(eta, order):
         order[q] = j
 
 
+@njit(cache=True, nogil=True)
+def order_desc_warm(eta, order):
+    """:func:`order_desc` started from the permutation already in ``order``
+    (a previous sort, of nearby scores): an insertion sort on the key
+    (``eta`` descending, index ascending), which defines one order, so the
+    result is :func:`order_desc`'s; ``O(k)`` when little moved."""
+    k = eta.shape[0]
+    if k > 32:
+        order_desc(eta, order)
+        return
+    for j in range(1, k):
+        i = order[j]
+        v = eta[i]
+        q = j
+        while q > 0:
+            w = eta[order[q - 1]]
+            if w > v or (w == v and order[q - 1] < i):
+                break
+            order[q] = order[q - 1]
+            q -= 1
+        order[q] = i
+
+
 # The MAP oracles' bodies, plain Numba functions (with workspaces where they
 # sort or solve an assignment): the approximate-slack search
 # (:mod:`structlearn.kernels.approx_slack`) calls them directly.
@@ -65,11 +88,15 @@ def order_simplex_map_into(eta, params, out):
 
 
 @njit(cache=True, nogil=True)
-def knapsack_map_into(eta, params, out, order):
-    """:func:`knapsack_map` with the workspace ``order`` (k int64)."""
+def knapsack_map_into(eta, params, out, order, warm):
+    """:func:`knapsack_map` with the workspace ``order`` (k int64); ``warm``:
+    it holds a previous call's sort (:func:`order_desc_warm`)."""
     lower = int(params[0])
     upper = int(params[1])
-    order_desc(eta, order)
+    if warm:
+        order_desc_warm(eta, order)
+    else:
+        order_desc(eta, order)
     out[:] = 0.0
     for r in range(eta.shape[0]):
         i = order[r]
@@ -80,21 +107,27 @@ def knapsack_map_into(eta, params, out, order):
 
 
 @njit(cache=True, nogil=True)
-def permutahedron_map_into(eta, params, out, order):
-    """:func:`permutahedron_map` with the workspace ``order`` (k int64)."""
-    order_desc(eta, order)
+def permutahedron_map_into(eta, params, out, order, warm):
+    """:func:`permutahedron_map` with the workspace ``order`` (k int64);
+    ``warm``: it holds a previous call's sort (:func:`order_desc_warm`)."""
+    if warm:
+        order_desc_warm(eta, order)
+    else:
+        order_desc(eta, order)
     for r in range(eta.shape[0]):
         out[order[r]] = params[r]
 
 
 @njit(cache=True, nogil=True)
-def birkhoff_map_into(eta, params, out, iwork, fwork):
+def birkhoff_map_into(eta, params, out, iwork, fwork, warm):
     """:func:`birkhoff_map` with the workspaces ``iwork`` (int64) and
-    ``fwork`` (float64) of ``4 k + 3`` entries each."""
+    ``fwork`` (float64) of ``4 k + 3`` entries each; ``warm``: they hold a
+    previous solve, which is warm-started (see
+    :func:`structlearn.kernels.assignment._assignment_into`)."""
     k = int(params[0])
     perm = iwork[:k]
     _assignment_into(eta.reshape((k, k)), perm, fwork[:k], fwork[k:2 * k],
-                     fwork[2 * k:5 * k + 3], iwork[k:4 * k + 3])
+                     fwork[2 * k:5 * k + 3], iwork[k:4 * k + 3], warm)
     out[:] = 0.0
     for i in range(k):
         out[i * k + perm[i]] = 1.0
@@ -114,7 +147,8 @@ def knapsack_map(eta, params, out):
     Take the ``lower`` best parts whatever their sign, then keep adding the
     next best while it is positive and the count is below ``upper``.
     """
-    knapsack_map_into(eta, params, out, np.empty(eta.shape[0], dtype=np.int64))
+    # cold (computed False: a literal would compile another specialisation)
+    knapsack_map_into(eta, params, out, np.empty(eta.shape[0], dtype=np.int64), out.size < 0)
 
 
 @njit_on_first_call(ORACLE_SIGNATURE, cache=True)
@@ -130,7 +164,9 @@ def order_simplex_map(eta, params, out):
 @njit_on_first_call(ORACLE_SIGNATURE, cache=True)
 def permutahedron_map(eta, params, out):
     """Permutahedron induced by ``w = params`` (non-increasing): sort ``eta``."""
-    permutahedron_map_into(eta, params, out, np.empty(eta.shape[0], dtype=np.int64))
+    # cold (computed False: a literal would compile another specialisation)
+    permutahedron_map_into(eta, params, out, np.empty(eta.shape[0], dtype=np.int64),
+                           out.size < 0)
 
 
 @njit_on_first_call(ORACLE_SIGNATURE, cache=True)
@@ -486,38 +522,80 @@ def permutahedron_runner_up(eta, params, best, out):
 
 @njit(cache=True, nogil=True)
 def birkhoff_runner_up(eta, params, best, out):
-    """Birkhoff polytope (Murty's partition): the best assignment with the
-    MAP's entry of row ``j`` forbidden, over all rows ``j``; the first
-    ``j`` wins ties."""
+    """Birkhoff polytope: the second-best assignment, from the optimal
+    duals of one solve (Chegireddy & Hamacher 1987).  With reduced scores
+    ``r_ij = a_i + b_j - eta_ij >= 0`` (zero on the MAP ``m``), any other
+    assignment loses the ``r`` of its entries, and the second best differs
+    from ``m`` by one alternating cycle of least ``r``: per row ``i``, a
+    shortest path (Dijkstra on ``r``) from row ``i`` through entries off
+    ``m`` back to column ``m(i)``; ``O(k^3)`` in all, where forbidding each
+    MAP entry in turn (Murty's partition, the numpy reference
+    ``Birkhoff._runner_up``) solves ``k`` assignments.  The first row wins
+    ties between cycles, the lowest column ties inside a search (the
+    reference's choice wherever the second best is unique)."""
     k = int(params[0])
     for q in range(k * k):
         out[q] = best[q]
     if k < 2:
         return
-    cur = np.empty(k, dtype=np.int64)
-    for i in range(k):
-        for j in range(k):
-            if best[i * k + j] > 0.5:
-                cur[i] = j
     th = np.empty((k, k))
+    for r in range(k):
+        for c in range(k):
+            th[r, c] = eta[r * k + c]
     perm = np.empty(k, dtype=np.int64)
     a = np.empty(k)
     b = np.empty(k)
-    top = NEG_INF
-    for j in range(k):
-        for r in range(k):
+    _assignment_with_duals(th, perm, a, b)
+    m = np.empty(k, dtype=np.int64)      # the MAP's column of each row
+    owner = np.empty(k, dtype=np.int64)  # and row of each column
+    for r in range(k):
+        for c in range(k):
+            if best[r * k + c] > 0.5:
+                m[r] = c
+                owner[c] = r
+    dist = np.empty(k)
+    prev = np.empty(k, dtype=np.int64)
+    done = np.empty(k, dtype=np.bool_)
+    top = np.inf
+    top_i = -1
+    top_prev = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        # columns reached from row i off the MAP; prev[c] = -1: from row i
+        for c in range(k):
+            done[c] = False
+            prev[c] = -1
+            dist[c] = np.inf if c == m[i] else max(a[i] + b[c] - th[i, c], 0.0)
+        while True:
+            j = -1
             for c in range(k):
-                th[r, c] = eta[r * k + c]
-        th[j, cur[j]] = BIRKHOFF_FORBIDDEN
-        _assignment_with_duals(th, perm, a, b)
-        if perm[j] == cur[j]:
-            continue
-        s = 0.0
-        for r in range(k):
-            s += th[r, perm[r]]
-        if s > top:
-            top = s
-            for q in range(k * k):
-                out[q] = 0.0
-            for r in range(k):
-                out[r * k + perm[r]] = 1.0
+                if not done[c] and (j < 0 or dist[c] < dist[j]):
+                    j = c
+            if j < 0 or dist[j] >= top:
+                break            # no shorter cycle through row i
+            if j == m[i]:
+                top = dist[j]
+                top_i = i
+                for c in range(k):
+                    top_prev[c] = prev[c]
+                break
+            done[j] = True
+            r = owner[j]         # the row leaving column j
+            for c in range(k):
+                if not done[c] and c != m[r]:
+                    v = dist[j] + max(a[r] + b[c] - th[r, c], 0.0)
+                    if v < dist[c]:
+                        dist[c] = v
+                        prev[c] = j
+    if top_i < 0:
+        return
+    # walk the cycle back from column m(top_i): the row owning prev[c]
+    # (row top_i at the start of the path) moves to column c
+    c = m[top_i]
+    while True:
+        j = top_prev[c]
+        r = top_i if j < 0 else owner[j]
+        out[r * k + m[r]] = 0.0
+        out[r * k + c] = 1.0
+        if j < 0:
+            break
+        c = j

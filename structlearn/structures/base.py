@@ -269,7 +269,7 @@ class Structure:
         if self._approx_slack_family() is None:
             phi_hat = self.approx_slack_violator(theta, y, n_search, epsilon)
             return slack_hinge(self, theta, self.encode(y), phi_hat)
-        return self._approx_slack_kernel(theta, y, n_search, epsilon)[1:]
+        return self._approx_slack_kernel(theta, y, n_search, epsilon)[1:3]
 
     def _approx_slack_family(self):
         """The family code of the Numba search
@@ -278,11 +278,21 @@ class Structure:
 
     def _approx_slack_kernel(self, theta, y, n_search, epsilon):
         phi = np.ascontiguousarray(self.encode(y), dtype=np.float64)
-        L_max, L_eps = self.cost_bounds()
+        params = self._oracle_params()
+        # the cost bounds are a function of the oracle's parameters, kept
+        # with them: 20 us of numpy per call on the permutahedron (a fifth
+        # of a hinge mini-batch), an enumeration of k! permutations with
+        # non-integer weights
+        key = (self.n_parts, params.tobytes())
+        cached = self.__dict__.get("_approx_slack_bounds")
+        if cached is None or cached[0] != key:
+            L_max, L_eps = self.cost_bounds()
+            cached = (key, float(L_max), float(L_eps))
+            self.__dict__["_approx_slack_bounds"] = cached
         return approx_slack_batch(
             np.ascontiguousarray(theta, dtype=np.float64), phi,
             np.ascontiguousarray(self.cost_vector(phi)), self._approx_slack_family(),
-            self._oracle_params(), int(n_search), float(epsilon), float(L_max), float(L_eps))
+            params, int(n_search), float(epsilon), cached[1], cached[2])
 
     def approx_slack_search(self, theta, y, n_search=12, epsilon=1e-3):
         """The search of :meth:`approx_slack_violator` written with the

@@ -261,8 +261,9 @@ class Chain(RaggedStructure):
         against) in one Numba call over the batch
         (``structlearn.kernels.chain.approx_slack_batch``)."""
         raw = np.ascontiguousarray(super()._theta(theta))
-        tags = approx_slack_batch(raw, self._theta(raw), self._y(y), self.part_off,
-                                  self.tok_off, self.n_tags, int(n_search), float(epsilon))
+        tags, _ = approx_slack_batch(raw, self._theta(raw), self._y(y), self.part_off,
+                                     self.tok_off, self.n_tags, int(n_search),
+                                     float(epsilon))
         return self.encode(tags)
 
     def poslearn_value_and_grad(self, theta, y):

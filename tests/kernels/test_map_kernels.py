@@ -393,3 +393,73 @@ def test_knapsack_slack_violator_batch(k, seed):
             assert_array_equal(out[i], Y[i])
         assert_array_equal(out[i], knapsack_slack_violator(Theta[i], Y[i], lower, upper)[0])
     assert_array_equal(out[0], Y[0])
+
+
+# --------------------------------------------- warm starts (approximate slack)
+@pytest.mark.parametrize("k", [1, 2, 5, 9, 40])
+def test_order_desc_warm_equals_the_cold_sort(k):
+    # started from the previous sort of nearby scores (the search's steps),
+    # from a random permutation, and with ties: the order of the stable sort
+    from structlearn.kernels.maps import order_desc_warm
+    rng = np.random.default_rng(k)
+    order = np.argsort(-rng.normal(size=k), kind="mergesort")
+    for step in range(60):
+        if step % 3 == 0:
+            eta = rng.integers(-2, 3, size=k).astype(float)   # ties
+        elif step % 3 == 1:
+            eta = rng.normal(size=k)
+        else:
+            eta = eta + 0.05 * rng.normal(size=k)
+        if step % 7 == 0:
+            order = rng.permutation(k)
+        order_desc_warm(eta, order)
+        assert_array_equal(order, np.argsort(-eta, kind="mergesort"))
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_warm_assignment_is_optimal(k):
+    # a sequence of score matrices theta + lam c, each solve warm-started
+    # from the previous one (the approximate-slack search), against brute
+    # force over all permutations (unique optima on continuous scores)
+    from structlearn.kernels.assignment import _assignment_into
+    rng = np.random.default_rng(k)
+    perms = np.array(list(itertools.permutations(range(k))))
+    perm = np.empty(k, dtype=np.int64)
+    a, b = np.empty(k), np.empty(k)
+    fwork, iwork = np.empty(3 * (k + 1)), np.empty(3 * (k + 1), dtype=np.int64)
+    moved = 0
+    prev = None
+    for trial in range(20):
+        theta, c = rng.normal(size=(k, k)), rng.random((k, k))
+        for step, lam in enumerate(rng.random(8) * 5):
+            S = theta + lam * c
+            _assignment_into(S, perm, a, b, fwork, iwork, trial + step > 0)
+            best = perms[np.argmax(S[np.arange(k), perms].sum(axis=1))]
+            assert_array_equal(perm, best)
+            moved += prev is not None and step > 0 and not np.array_equal(perm, prev)
+            prev = perm.copy()
+    assert moved > 0   # the warm start had to re-insert rows
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+def test_birkhoff_runner_up_is_the_second_best_assignment(k):
+    # the runner-up from one solve's duals against enumeration of all
+    # assignments: the best one different from the MAP (continuous scores,
+    # unique), also with the MAP's own score pushed up (many near-ties)
+    from structlearn.kernels.maps import birkhoff_runner_up
+    rng = np.random.default_rng(10 + k)
+    perms = np.array(list(itertools.permutations(range(k))))
+    params = np.array([float(k)])
+    out = np.empty(k * k)
+    for trial in range(40):
+        S = rng.normal(size=(k, k))
+        if trial % 2:
+            S[np.arange(k), rng.permutation(k)] += 2.0
+        scores = S[np.arange(k), perms].sum(axis=1)
+        order = np.argsort(-scores)
+        best = np.zeros((k, k))
+        best[np.arange(k), perms[order[0]]] = 1.0
+        second = np.zeros((k, k))
+        second[np.arange(k), perms[order[1]]] = 1.0
+        birkhoff_runner_up(S.ravel(), params, best.ravel(), out)
+        assert_array_equal(out, second.ravel())
