@@ -12,10 +12,11 @@ from .._validation import check_int, describe
 from ..kernels.arcs import (
     ATTRIBUTES,
     N_BASE,
+    N_TEMPLATES,
     TEMPLATES,
     arc_feature_ids,
     arc_scores_direct,
-    build_table,
+    fill_table,
     gold_arc_keys,
     template_names,
 )
@@ -103,6 +104,10 @@ def sentence_attributes(X, vocabularies=None, prefix_length=5):
             cols[5].append(_feats_string(feats))
         word_off.append(len(cols[0]))
     return cols, np.asarray(word_off, dtype=np.int64)
+
+
+#: Slots of the hot weight table (16 bytes each): 2 MB.
+_HOT_SLOTS = 1 << 17
 
 
 class ArcVectorizer(BaseEstimator):
@@ -222,8 +227,7 @@ class ArcVectorizer(BaseEstimator):
         uniq = keys[starts[keep]]
         self.templates_ = tmpl[starts[keep]].astype(np.int16)
         del keys, tmpl
-        capacity = 1 << int(np.ceil(np.log2(max(16, 2 * len(uniq)))))
-        self._table = _numpy_owned(build_table(uniq, capacity))
+        self._table = _new_table(uniq, np.arange(len(uniq), dtype=np.int64))
         self.vocabularies_ = vocabularies
         self.n_features_ = len(uniq)
         self.template_names_ = template_names()
@@ -267,10 +271,45 @@ class ArcVectorizer(BaseEstimator):
         """Arc scores ``theta = A(x) coef`` of sentences ``a..b-1`` without
         materialising their features: the scores of :meth:`arc_features`
         (bit for bit), hashed and summed in one pass (see
-        ``structlearn.kernels.arcs.arc_scores_direct``)."""
-        return arc_scores_direct(A, word_off, a, b, TEMPLATES, self._table,
-                                 np.ascontiguousarray(coef, dtype=np.float64),
+        ``structlearn.kernels.arcs.arc_scores_direct``).  ``coef``: the
+        weights, or their weight tables (``_arc_weights(coef)``, which
+        building costs a pass over the features: a caller scoring several
+        batches with the same weights builds them once)."""
+        w = coef if isinstance(coef, _ArcWeights) else self._arc_weights(coef)
+        return arc_scores_direct(A, word_off, a, b, TEMPLATES, w.hot, w.cold, w.route,
                                  _dd_implies_plain(_template_ids(self.templates)))
+
+    def _arc_weights(self, coef, hot_slots=_HOT_SLOTS):
+        """The weight tables of ``coef`` (:class:`_ArcWeights`): every feature's
+        key beside its weight, the features of the templates with the fewest
+        features -- as many as fit in a table of ``hot_slots`` slots -- in a
+        small (cache-resident) hot table, the others in the cold table."""
+        check_is_fitted(self, "_table")
+        coef = np.ascontiguousarray(coef, dtype=np.float64)
+        if coef.shape != (self.n_features_,):
+            raise ValueError(f"coef must have shape ({self.n_features_},) (one weight per "
+                             f"arc feature), got {coef.shape}.")
+        keys = self._keys_by_id()
+        count = np.bincount(self.templates_, minlength=N_TEMPLATES)
+        route = np.zeros(N_TEMPLATES, dtype=np.int8)
+        room = hot_slots // 2
+        for t in np.argsort(count, kind="stable"):
+            if count[t] > room:
+                break
+            route[t] = 1
+            room -= count[t]
+        hot = route[self.templates_] == 1
+        bits = coef.view(np.int64)
+        return _ArcWeights(_new_table(keys[hot], bits[hot]),
+                           _new_table(keys[~hot], bits[~hot]), route)
+
+    def _keys_by_id(self):
+        """The key of every feature column (from the feature table)."""
+        k, v = self._table[0::2], self._table[1::2]
+        used = k != 0
+        keys = np.empty(self.n_features_, dtype=np.int64)
+        keys[v[used]] = k[used]
+        return keys
 
     def __setstate__(self, state):
         # an unpickled array is not in NumPy's (huge-page) allocation: copy
@@ -278,6 +317,32 @@ class ArcVectorizer(BaseEstimator):
         if isinstance(state.get("_table"), np.ndarray):
             state = dict(state, _table=_numpy_owned(state["_table"]))
         super().__setstate__(state)
+
+
+class _ArcWeights:
+    """Weight tables of an :class:`ArcVectorizer`'s features
+    (``structlearn.kernels.arcs.fill_table`` with the weights' bits as
+    values): ``hot`` holds the features of the templates ``t`` with
+    ``route[t] == 1``, ``cold`` the others."""
+
+    __slots__ = ("hot", "cold", "route")
+
+    def __init__(self, hot, cold, route):
+        self.hot, self.cold, self.route = hot, cold, route
+
+    @property
+    def nbytes(self):
+        return self.hot.nbytes + self.cold.nbytes
+
+
+def _new_table(keys, values):
+    """The open-addressing table of ``keys`` -> ``values`` (int64) at most half
+    full, allocated by NumPy (see :func:`_numpy_owned`) and filled by
+    ``structlearn.kernels.arcs.fill_table``."""
+    capacity = 1 << int(np.ceil(np.log2(max(16, 2 * len(keys)))))
+    table = np.zeros(2 * capacity, dtype=np.int64)
+    fill_table(table, keys, values)
+    return table
 
 
 def _numpy_owned(a):
