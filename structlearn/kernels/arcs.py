@@ -436,28 +436,28 @@ def _slot(table, key):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _request(cold, keys, rts, j, key, r):
-    """Queue ``key`` as the ``j``-th lookup of a batch, in the hot table
-    (``r`` 1) or the cold one (``r`` 0, its slot prefetched)."""
+def _request(table, keys, j, key):
+    """Queue ``key`` as the ``j``-th lookup of a batch and prefetch its slot."""
     keys[j] = key
-    rts[j] = r
-    if r == 0:
-        prefetch(cold, 2 * _slot(cold, key))
+    prefetch(table, 2 * _slot(table, key))
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _answer(hot, hotw, cold, coldw, keys, rts, known, vals, j):
+def _answer(table, tw, keys, known, vals, j):
     """Look up the ``j``-th queued key: whether it is known into
-    ``known[j]``, its weight (0.0 if unknown) into ``vals[j]``.  ``hotw``
-    and ``coldw`` are the tables viewed as float64 (a slot's value: the
-    weight's bits)."""
-    if rts[j]:
-        s = _find(hot, keys[j])
-        vals[j] = hotw[2 * s + 1] if s >= 0 else 0.0
-    else:
-        s = _find(cold, keys[j])
-        vals[j] = coldw[2 * s + 1] if s >= 0 else 0.0
+    ``known[j]``, its weight (0.0 if unknown) into ``vals[j]``.  ``tw`` is
+    the weight table viewed as float64 (a slot's value: the weight's bits)."""
+    s = _find(table, keys[j])
     known[j] = s >= 0
+    vals[j] = tw[2 * s + 1] if s >= 0 else 0.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _get(table, tw, key):
+    """``(known, weight)`` of ``key``, looked up at once (the hot table: in
+    the caches, nothing to overlap)."""
+    s = _find(table, key)
+    return s >= 0, (tw[2 * s + 1] if s >= 0 else 0.0)
 
 
 @njit(cache=True, nogil=True)
@@ -504,7 +504,14 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
     hotw = hot.view(np.float64)
     coldw = cold.view(np.float64)
     nh, one_side = _template_kinds(T)
-    pair = np.flatnonzero(~one_side)
+    hot_p = route[:nt] == 1                       # plain features in the hot table
+    hot_d = route[N_BASE:N_BASE + nt] == 1        # direction-distance ones
+    one_hot = np.flatnonzero(one_side & hot_p)
+    one_cold = np.flatnonzero(one_side & ~hot_p)
+    pair_hot = np.flatnonzero(~one_side & hot_p)
+    pair_cold = np.flatnonzero(~one_side & ~hot_p)
+    dd_hot = np.flatnonzero(hot_d)
+    dd_cold = np.flatnonzero(~hot_d)
     n_arcs = 0
     max_n = 0
     for i in range(a, b):
@@ -521,11 +528,15 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
     tags = np.empty((nb, max_n + 1), dtype=np.int64)
     n_tags = np.zeros(nb, dtype=np.int64)
     size = max(2 * nt, 4 * nb * (max_n + 1))
-    keys = np.empty(size, dtype=np.int64)          # a batch of lookups,
-    rts = np.empty(size, dtype=np.int8)            # their tables,
+    keys = np.empty(size, dtype=np.int64)          # a batch of cold lookups,
     known = np.empty(size, dtype=np.bool_)         # whether found,
-    vals = np.empty(size)                          # their weights
-    src = np.empty(size, dtype=np.int64)           # what each lookup is for
+    vals = np.empty(size)                          # their weights,
+    src = np.empty(size, dtype=np.int64)           # what each is for;
+    hkeys = np.empty(size, dtype=np.int64)         # the same for the hot table
+    hknown = np.empty(size, dtype=np.bool_)
+    hvals = np.empty(size)
+    hsrc = np.empty(size, dtype=np.int64)
+    need = np.zeros(size, dtype=np.bool_)          # direction-distance key wanted
     hx = np.empty(size, dtype=np.uint64)           # plain hashes
     PV = np.zeros(size)                            # plain weights
     DV = np.zeros(size)                            # direction-distance weights
@@ -535,24 +546,27 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
         w0 = word_off[i]
         n = word_off[i + 1] - w0
         sentence_states(A, w0, n, T, S)
+        for t in one_hot:    # few: they fit one batch
+            for p in range(n + 1):
+                KP[t, p], WP[t, p] = _get(hot, hotw, _plain_key(S[t, p]))
+                DONE[t, p, :] = False
         c = 0
-        for t in range(nt):
-            if one_side[t]:
-                for p in range(n + 1):
-                    if c == size:
-                        for j in range(c):
-                            _answer(hot, hotw, cold, coldw, keys, rts, known, vals, j)
-                        for j in range(c):
-                            q = src[j]
-                            WP[q // (n + 1), q % (n + 1)] = vals[j]
-                            KP[q // (n + 1), q % (n + 1)] = known[j]
-                        c = 0
-                    _request(cold, keys, rts, c, _plain_key(S[t, p]), route[t])
-                    src[c] = t * (n + 1) + p
-                    c += 1
-                    DONE[t, p, :] = False
+        for t in one_cold:
+            for p in range(n + 1):
+                if c == size:
+                    for j in range(c):
+                        _answer(cold, coldw, keys, known, vals, j)
+                    for j in range(c):
+                        q = src[j]
+                        WP[q // (n + 1), q % (n + 1)] = vals[j]
+                        KP[q // (n + 1), q % (n + 1)] = known[j]
+                    c = 0
+                _request(cold, keys, c, _plain_key(S[t, p]))
+                src[c] = t * (n + 1) + p
+                c += 1
+                DONE[t, p, :] = False
         for j in range(c):
-            _answer(hot, hotw, cold, coldw, keys, rts, known, vals, j)
+            _answer(cold, coldw, keys, known, vals, j)
         for j in range(c):
             q = src[j]
             WP[q // (n + 1), q % (n + 1)] = vals[j]
@@ -564,22 +578,35 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
                 dd = _dir_dist(h, m)
                 # plain keys of the two-sided templates
                 c = 0
-                for t in pair:
+                for t in pair_cold:
                     x = _plain_hash(S, A, w0, n, T, t, nh[t], h, m)
                     hx[t] = x
-                    _request(cold, keys, rts, c, _plain_key(x), route[t])
+                    _request(cold, keys, c, _plain_key(x))
                     src[c] = t
                     c += 1
+                ch = 0
+                for t in pair_hot:
+                    x = _plain_hash(S, A, w0, n, T, t, nh[t], h, m)
+                    hx[t] = x
+                    _request(hot, hkeys, ch, _plain_key(x))
+                    hsrc[ch] = t
+                    ch += 1
                 for j in range(c):
-                    _answer(hot, hotw, cold, coldw, keys, rts, known, vals, j)
+                    _answer(cold, coldw, keys, known, vals, j)
+                for j in range(ch):
+                    _answer(hot, hotw, hkeys, hknown, hvals, j)
                 for j in range(c):
                     t = src[j]
                     PK[t] = known[j]
                     PV[t] = vals[j]
+                for j in range(ch):
+                    t = hsrc[j]
+                    PK[t] = hknown[j]
+                    PV[t] = hvals[j]
                 # direction-distance keys: two-sided, and one-sided not yet known
-                c = 0
                 for t in range(nt):
                     DV[t] = 0.0
+                    need[t] = False
                     if one_side[t]:
                         p = m if nh[t] == 0 else h
                         PV[t] = WP[t, p]
@@ -589,21 +616,34 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
                             continue
                         hx[t] = S[t, p]
                     if PK[t] or not dd_implies_plain:
-                        _request(cold, keys, rts, c, _dd_key(hx[t], dd), route[t + N_BASE])
-                        src[c] = t
-                        c += 1
+                        need[t] = True
                     elif one_side[t]:
                         WD[t, p, dd] = 0.0
                         DONE[t, p, dd] = True
+                c = 0
+                for t in dd_cold:
+                    if need[t]:
+                        _request(cold, keys, c, _dd_key(hx[t], dd))
+                        src[c] = t
+                        c += 1
+                ch = 0
+                for t in dd_hot:
+                    if need[t]:
+                        _request(hot, hkeys, ch, _dd_key(hx[t], dd))
+                        hsrc[ch] = t
+                        ch += 1
                 for j in range(c):
-                    _answer(hot, hotw, cold, coldw, keys, rts, known, vals, j)
+                    _answer(cold, coldw, keys, known, vals, j)
+                for j in range(ch):
+                    _answer(hot, hotw, hkeys, hknown, hvals, j)
                 for j in range(c):
-                    t = src[j]
-                    v = vals[j]
-                    DV[t] = v
-                    if one_side[t]:
+                    DV[src[j]] = vals[j]
+                for j in range(ch):
+                    DV[hsrc[j]] = hvals[j]
+                for t in range(nt):
+                    if need[t] and one_side[t]:
                         p = m if nh[t] == 0 else h
-                        WD[t, p, dd] = v
+                        WD[t, p, dd] = DV[t]
                         DONE[t, p, dd] = True
                 s = 0.0
                 for t in range(nt):
@@ -626,24 +666,42 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
                         n_tags[bi] += 1
                 # plain keys of both arcs, then their direction-distance keys
                 c = 0
+                ch = 0
+                j = 0
                 for side in range(2):
                     h, m = (lo, hi) if side == 0 else (hi, lo)
                     if m == 0:
                         continue
                     for bi in range(nb):
                         base = _between_base(A, w0, n, nt + bi, BETWEEN_ATTRS[bi], h, m)
-                        for q in range(n_tags[bi]):
-                            _request(cold, keys, rts, c, _between_key(base, tags[bi, q]),
-                                     route[nt + bi])
-                            c += 1
-                for j in range(c):
-                    _answer(hot, hotw, cold, coldw, keys, rts, known, vals, j)
-                n_plain = c
-                for j in range(n_plain):
-                    PK[j] = known[j]
-                    PV[j] = vals[j]
-                    hx[j] = np.uint64(keys[j])
+                        if route[nt + bi]:
+                            for q in range(n_tags[bi]):
+                                x = _between_key(base, tags[bi, q])
+                                hx[j] = np.uint64(x)
+                                _request(hot, hkeys, ch, x)
+                                hsrc[ch] = j
+                                ch += 1
+                                j += 1
+                        else:
+                            for q in range(n_tags[bi]):
+                                x = _between_key(base, tags[bi, q])
+                                hx[j] = np.uint64(x)
+                                _request(cold, keys, c, x)
+                                src[c] = j
+                                c += 1
+                                j += 1
+                for q in range(c):
+                    _answer(cold, coldw, keys, known, vals, q)
+                for q in range(ch):
+                    _answer(hot, hotw, hkeys, hknown, hvals, q)
+                for q in range(c):
+                    PK[src[q]] = known[q]
+                    PV[src[q]] = vals[q]
+                for q in range(ch):
+                    PK[hsrc[q]] = hknown[q]
+                    PV[hsrc[q]] = hvals[q]
                 c = 0
+                ch = 0
                 j = 0
                 for side in range(2):
                     h, m = (lo, hi) if side == 0 else (hi, lo)
@@ -651,18 +709,27 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
                         continue
                     dd = _dir_dist(h, m)
                     for bi in range(nb):
+                        is_hot = route[nt + bi + N_BASE] == 1
                         for q in range(n_tags[bi]):
                             DV[j] = 0.0
                             if PK[j] or not dd_implies_plain:
-                                _request(cold, keys, rts, c, _dd_key(hx[j], dd),
-                                         route[nt + bi + N_BASE])
-                                src[c] = j
-                                c += 1
+                                if is_hot:
+                                    _request(hot, hkeys, ch, _dd_key(hx[j], dd))
+                                    hsrc[ch] = j
+                                    ch += 1
+                                else:
+                                    _request(cold, keys, c, _dd_key(hx[j], dd))
+                                    src[c] = j
+                                    c += 1
                             j += 1
-                for j in range(c):
-                    _answer(hot, hotw, cold, coldw, keys, rts, known, vals, j)
-                for j in range(c):
-                    DV[src[j]] = vals[j]
+                for q in range(c):
+                    _answer(cold, coldw, keys, known, vals, q)
+                for q in range(ch):
+                    _answer(hot, hotw, hkeys, hknown, hvals, q)
+                for q in range(c):
+                    DV[src[q]] = vals[q]
+                for q in range(ch):
+                    DV[hsrc[q]] = hvals[q]
                 j = 0
                 for side in range(2):
                     h, m = (lo, hi) if side == 0 else (hi, lo)
