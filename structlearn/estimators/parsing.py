@@ -36,7 +36,7 @@ def _arc_balanced_ranges(word_off, n_threads):
 
 def _coef_probe(coef):
     """About 4,096 of the weights (a stride through them, the last included):
-    what the cached weight tables are checked against."""
+    what the cached weight table is checked against."""
     step = max(1, len(coef) // 4096)
     return np.concatenate((coef[::step], coef[-1:]))
 
@@ -391,7 +391,7 @@ class DependencyParser(StructuredLinearModel):
         (:meth:`ArcVectorizer.arc_scores`); results concatenated per sentence
         by :meth:`_split`."""
         A, word_off, ranges, n_threads = self._scored(X)
-        weights = self._weight_tables()
+        weights = self._weight_table()
 
         def run(ab):
             a, b = ab
@@ -401,22 +401,22 @@ class DependencyParser(StructuredLinearModel):
 
         return word_off, thread_map(run, ranges, n_threads)
 
-    def _weight_tables(self):
-        """The weight tables of ``coef_`` (``ArcVectorizer._arc_weights``: every
+    def _weight_table(self):
+        """The weight table of ``coef_`` (``ArcVectorizer._weight_table``: every
         feature's key beside its weight, so that a lookup at predict costs
         one cache miss, not two), built on the first prediction and kept in
         a private attribute while ``coef_`` and ``vectorizer_`` are the same
         objects with the same weights (a sample of them is compared: assign
         ``coef_`` a new array to change it).  Not pickled, not cloned:
-        ``fit`` and unpickling start without them."""
+        ``fit`` and unpickling start without it."""
         coef = self.coef_
         probe = _coef_probe(coef)
         cached = self.__dict__.get("_weights_cache")
         if cached is not None and cached[0] is coef and cached[1] is self.vectorizer_ \
                 and np.array_equal(cached[2], probe):
             return cached[3]
-        self.__dict__.pop("_weights_cache", None)   # free the old tables first
-        weights = self.vectorizer_._arc_weights(coef)
+        self.__dict__.pop("_weights_cache", None)   # free the old table first
+        weights = self.vectorizer_._weight_table(coef)
         self._weights_cache = (coef, self.vectorizer_, probe, weights)
         return weights
 
@@ -480,7 +480,7 @@ class DependencyParser(StructuredLinearModel):
         """SparseMAP distribution over trees of every sentence: a list of
         ``[(heads, weight), ...]`` sorted by decreasing weight."""
         A, word_off, _, _ = self._scored(X)
-        weights = self._weight_tables()
+        weights = self._weight_table()
         out = []
         for i in range(len(word_off) - 1):
             theta = self.vectorizer_.arc_scores(A, word_off, i, i + 1, weights)

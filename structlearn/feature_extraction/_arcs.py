@@ -12,7 +12,6 @@ from .._validation import check_int, describe
 from ..kernels.arcs import (
     ATTRIBUTES,
     N_BASE,
-    N_TEMPLATES,
     TEMPLATES,
     arc_feature_ids,
     arc_scores_direct,
@@ -104,10 +103,6 @@ def sentence_attributes(X, vocabularies=None, prefix_length=5):
             cols[5].append(_feats_string(feats))
         word_off.append(len(cols[0]))
     return cols, np.asarray(word_off, dtype=np.int64)
-
-
-#: Slots of the hot weight table (16 bytes each): 2 MB.
-_HOT_SLOTS = 1 << 17
 
 
 class ArcVectorizer(BaseEstimator):
@@ -272,72 +267,67 @@ class ArcVectorizer(BaseEstimator):
         materialising their features: the scores of :meth:`arc_features`
         (bit for bit), hashed and summed in one pass (see
         ``structlearn.kernels.arcs.arc_scores_direct``).  ``coef``: the
-        weights, or their weight tables (``_arc_weights(coef)``, which
+        weights, or their weight table (``_weight_table(coef)``, which
         building costs a pass over the features: a caller scoring several
-        batches with the same weights builds them once)."""
-        w = coef if isinstance(coef, _ArcWeights) else self._arc_weights(coef)
-        return arc_scores_direct(A, word_off, a, b, TEMPLATES, w.hot, w.cold, w.route,
+        batches with the same weights builds it once)."""
+        w = coef if isinstance(coef, _WeightTable) else self._weight_table(coef)
+        return arc_scores_direct(A, word_off, a, b, TEMPLATES, w.table,
                                  _dd_implies_plain(_template_ids(self.templates)))
 
-    def _arc_weights(self, coef, hot_slots=_HOT_SLOTS):
-        """The weight tables of ``coef`` (:class:`_ArcWeights`): every feature's
-        key beside its weight, the features of the templates with the fewest
-        features -- as many as fit in a table of ``hot_slots`` slots -- in a
-        small (cache-resident) hot table, the others in the cold table."""
+    def _weight_table(self, coef):
+        """The weight table of ``coef``: the feature table's keys, each beside
+        its feature's weight (its bits as the value), so that a lookup at
+        predict costs one cache miss, not a second one into ``coef``."""
         check_is_fitted(self, "_table")
         coef = np.ascontiguousarray(coef, dtype=np.float64)
         if coef.shape != (self.n_features_,):
             raise ValueError(f"coef must have shape ({self.n_features_},) (one weight per "
                              f"arc feature), got {coef.shape}.")
-        keys = self._keys_by_id()
-        count = np.bincount(self.templates_, minlength=N_TEMPLATES)
-        route = np.zeros(N_TEMPLATES, dtype=np.int8)
-        room = hot_slots // 2
-        for t in np.argsort(count, kind="stable"):
-            if count[t] > room:
-                break
-            route[t] = 1
-            room -= count[t]
-        hot = route[self.templates_] == 1
-        bits = coef.view(np.int64)
-        return _ArcWeights(_new_table(keys[hot], bits[hot]),
-                           _new_table(keys[~hot], bits[~hot]), route)
+        return _WeightTable(_new_table(self._keys_by_id(), coef.view(np.int64)))
 
     def _keys_by_id(self):
         """The key of every feature column (from the feature table)."""
-        k, v = self._table[0::2], self._table[1::2]
-        used = k != 0
-        keys = np.empty(self.n_features_, dtype=np.int64)
-        keys[v[used]] = k[used]
-        return keys
+        return _keys_by_value(self._table, self.n_features_)
+
+    def __getstate__(self):
+        # the feature table is rebuilt on unpickling from the keys (an eighth
+        # of its size with 5.5 M features: 44 MB instead of 256 MB)
+        state = dict(super().__getstate__())
+        table = state.pop("_table", None)
+        if table is not None:
+            state["_keys"] = _keys_by_value(table, self.n_features_)
+        return state
 
     def __setstate__(self, state):
-        # an unpickled array is not in NumPy's (huge-page) allocation: copy
-        # the feature table there (see _numpy_owned)
-        if isinstance(state.get("_table"), np.ndarray):
-            state = dict(state, _table=_numpy_owned(state["_table"]))
+        state = dict(state)
+        keys = state.pop("_keys", None)
+        if keys is None and isinstance(state.get("_table"), np.ndarray):
+            # pickled with its table (before the keys were)
+            keys = _keys_by_value(state.pop("_table"), state["n_features_"])
+        if keys is not None:
+            state["_table"] = _new_table(keys, np.arange(len(keys), dtype=np.int64))
         super().__setstate__(state)
 
 
-class _ArcWeights:
-    """Weight tables of an :class:`ArcVectorizer`'s features
-    (``structlearn.kernels.arcs.fill_table`` with the weights' bits as
-    values): ``hot`` holds the features of the templates ``t`` with
-    ``route[t] == 1``, ``cold`` the others."""
+class _WeightTable:
+    """A weight table (``structlearn.kernels.arcs.fill_table`` with the
+    weights' bits as values), told apart from a weight vector."""
 
-    __slots__ = ("hot", "cold", "route")
+    __slots__ = ("table",)
 
-    def __init__(self, hot, cold, route):
-        self.hot, self.cold, self.route = hot, cold, route
+    def __init__(self, table):
+        self.table = table
 
     @property
     def nbytes(self):
-        return self.hot.nbytes + self.cold.nbytes
+        return self.table.nbytes
 
 
 def _new_table(keys, values):
     """The open-addressing table of ``keys`` -> ``values`` (int64) at most half
-    full, allocated by NumPy (see :func:`_numpy_owned`) and filled by
+    full, allocated by NumPy (which asks Linux for transparent huge pages on
+    large arrays: the table is hundreds of MB read at random, and with 4 KB
+    pages nearly every lookup would also miss the TLB) and filled by
     ``structlearn.kernels.arcs.fill_table``."""
     capacity = 1 << int(np.ceil(np.log2(max(16, 2 * len(keys)))))
     table = np.zeros(2 * capacity, dtype=np.int64)
@@ -345,14 +335,14 @@ def _new_table(keys, values):
     return table
 
 
-def _numpy_owned(a):
-    """A copy of ``a`` allocated by NumPy, which asks Linux for transparent
-    huge pages on large arrays (a Numba-allocated or unpickled array does
-    not get them).  The feature table is hundreds of MB read at random: with
-    4 KB pages nearly every lookup also misses the TLB."""
-    out = np.empty_like(a)
-    out[...] = a
-    return out
+def _keys_by_value(table, n):
+    """Keys of a table of ``n`` keys whose values are ``0..n-1`` (the feature
+    table), indexed by value; any slot layout."""
+    k, v = table[0::2], table[1::2]
+    used = k != 0
+    keys = np.empty(n, dtype=np.int64)
+    keys[v[used]] = k[used]
+    return keys
 
 
 def _dd_implies_plain(allowed):

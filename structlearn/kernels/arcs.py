@@ -334,7 +334,7 @@ def fill_table(table, keys, values):
 
     Two tables are built: the feature table (value: the feature's column id,
     ``values = arange(n)``), which the training path reads, and at predict
-    the weight tables (value: the bits of the feature's weight,
+    the weight table (value: the bits of the feature's weight,
     ``coef.view(np.int64)``), which the fused kernel reads.  Key and value
     share a cache line: with 5.5 M features (EWT) the table is far larger
     than the caches and a lookup costs its cache misses -- one per probe
@@ -353,7 +353,7 @@ def fill_table(table, keys, values):
 
 @njit(cache=True, nogil=True, inline="always")
 def _find(table, key):
-    """Slot of ``key`` in ``table`` (:func:`build_table`), -1 if absent."""
+    """Slot of ``key`` in ``table`` (:func:`fill_table`), -1 if absent."""
     mask = len(table) // 2 - 1
     s = np.int64(np.uint64(key) & np.uint64(mask))
     while True:
@@ -431,7 +431,7 @@ def _template_kinds(T):
 
 @njit(cache=True, nogil=True, inline="always")
 def _slot(table, key):
-    """Home slot of ``key`` in ``table`` (:func:`build_table`)."""
+    """Home slot of ``key`` in ``table`` (:func:`fill_table`)."""
     return np.int64(np.uint64(key) & np.uint64(len(table) // 2 - 1))
 
 
@@ -452,27 +452,17 @@ def _answer(table, tw, keys, known, vals, j):
     vals[j] = tw[2 * s + 1] if s >= 0 else 0.0
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _get(table, tw, key):
-    """``(known, weight)`` of ``key``, looked up at once (the hot table: in
-    the caches, nothing to overlap)."""
-    s = _find(table, key)
-    return s >= 0, (tw[2 * s + 1] if s >= 0 else 0.0)
-
-
 @njit(cache=True, nogil=True)
-def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
+def arc_scores_direct(A, word_off, a, b, T, table, dd_implies_plain):
     """Arc scores of sentences ``a..b-1`` straight from the token attributes:
     :func:`arc_scores` of :func:`arc_feature_ids`, without materialising the
     features.
 
-    The weights are read from two weight tables (:func:`build_table` with
-    the weights' bits as values): ``hot``, small, holding the features of
-    the templates ``t`` with ``route[t] == 1`` (those with few distinct
-    features: part-of-speech conjunctions, the in-between tags), and
-    ``cold``, holding every other feature.  A template's keys are looked up
-    in its table only, so a lookup finds exactly what the feature table of
-    :func:`arc_feature_ids` finds, with the weight beside the key.
+    The weights are read from a weight table (:func:`fill_table` with the
+    weights' bits as values: the keys of the feature table that
+    :func:`arc_feature_ids` reads, each beside its feature's weight), so a
+    known feature costs one cache miss, not a second one into the weight
+    vector.
 
     The same keys as :func:`arc_keys` (from the same :func:`sentence_states`,
     :func:`_plain_hash` and key functions), each looked up and its weight
@@ -492,26 +482,17 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
     * the in-between templates walk every pair ``lo < hi`` outward, adding
       one in-between word at a time to the distinct tags, which the arcs
       ``lo -> hi`` and ``hi -> lo`` share;
-    * the cold table is far larger than the caches, so a lookup there costs
-      a memory load: an arc's keys are computed first, their slots
-      prefetched, then looked up, so that the loads overlap; the hot table
-      stays in the caches.
+    * the table is far larger than the caches, so a lookup costs a memory
+      load: an arc's keys are computed first, their slots prefetched, then
+      looked up, so that the loads overlap.
 
     Returns theta in the tree kernels' layout (per sentence an ``(n, n + 1)``
     block, modifier-major; self-loops 0.0).
     """
     nt = T.shape[0]
-    hotw = hot.view(np.float64)
-    coldw = cold.view(np.float64)
+    tw = table.view(np.float64)
     nh, one_side = _template_kinds(T)
-    hot_p = route[:nt] == 1                       # plain features in the hot table
-    hot_d = route[N_BASE:N_BASE + nt] == 1        # direction-distance ones
-    one_hot = np.flatnonzero(one_side & hot_p)
-    one_cold = np.flatnonzero(one_side & ~hot_p)
-    pair_hot = np.flatnonzero(~one_side & hot_p)
-    pair_cold = np.flatnonzero(~one_side & ~hot_p)
-    dd_hot = np.flatnonzero(hot_d)
-    dd_cold = np.flatnonzero(~hot_d)
+    pair = np.flatnonzero(~one_side)
     n_arcs = 0
     max_n = 0
     for i in range(a, b):
@@ -528,15 +509,10 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
     tags = np.empty((nb, max_n + 1), dtype=np.int64)
     n_tags = np.zeros(nb, dtype=np.int64)
     size = max(2 * nt, 4 * nb * (max_n + 1))
-    keys = np.empty(size, dtype=np.int64)          # a batch of cold lookups,
+    keys = np.empty(size, dtype=np.int64)          # a batch of lookups,
     known = np.empty(size, dtype=np.bool_)         # whether found,
-    vals = np.empty(size)                          # their weights,
-    src = np.empty(size, dtype=np.int64)           # what each is for;
-    hkeys = np.empty(size, dtype=np.int64)         # the same for the hot table
-    hknown = np.empty(size, dtype=np.bool_)
-    hvals = np.empty(size)
-    hsrc = np.empty(size, dtype=np.int64)
-    need = np.zeros(size, dtype=np.bool_)          # direction-distance key wanted
+    vals = np.empty(size)                          # their weights
+    src = np.empty(size, dtype=np.int64)           # what each lookup is for
     hx = np.empty(size, dtype=np.uint64)           # plain hashes
     PV = np.zeros(size)                            # plain weights
     DV = np.zeros(size)                            # direction-distance weights
@@ -546,27 +522,24 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
         w0 = word_off[i]
         n = word_off[i + 1] - w0
         sentence_states(A, w0, n, T, S)
-        for t in one_hot:    # few: they fit one batch
-            for p in range(n + 1):
-                KP[t, p], WP[t, p] = _get(hot, hotw, _plain_key(S[t, p]))
-                DONE[t, p, :] = False
         c = 0
-        for t in one_cold:
-            for p in range(n + 1):
-                if c == size:
-                    for j in range(c):
-                        _answer(cold, coldw, keys, known, vals, j)
-                    for j in range(c):
-                        q = src[j]
-                        WP[q // (n + 1), q % (n + 1)] = vals[j]
-                        KP[q // (n + 1), q % (n + 1)] = known[j]
-                    c = 0
-                _request(cold, keys, c, _plain_key(S[t, p]))
-                src[c] = t * (n + 1) + p
-                c += 1
-                DONE[t, p, :] = False
+        for t in range(nt):
+            if one_side[t]:
+                for p in range(n + 1):
+                    if c == size:
+                        for j in range(c):
+                            _answer(table, tw, keys, known, vals, j)
+                        for j in range(c):
+                            q = src[j]
+                            WP[q // (n + 1), q % (n + 1)] = vals[j]
+                            KP[q // (n + 1), q % (n + 1)] = known[j]
+                        c = 0
+                    _request(table, keys, c, _plain_key(S[t, p]))
+                    src[c] = t * (n + 1) + p
+                    c += 1
+                    DONE[t, p, :] = False
         for j in range(c):
-            _answer(cold, coldw, keys, known, vals, j)
+            _answer(table, tw, keys, known, vals, j)
         for j in range(c):
             q = src[j]
             WP[q // (n + 1), q % (n + 1)] = vals[j]
@@ -578,35 +551,22 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
                 dd = _dir_dist(h, m)
                 # plain keys of the two-sided templates
                 c = 0
-                for t in pair_cold:
+                for t in pair:
                     x = _plain_hash(S, A, w0, n, T, t, nh[t], h, m)
                     hx[t] = x
-                    _request(cold, keys, c, _plain_key(x))
+                    _request(table, keys, c, _plain_key(x))
                     src[c] = t
                     c += 1
-                ch = 0
-                for t in pair_hot:
-                    x = _plain_hash(S, A, w0, n, T, t, nh[t], h, m)
-                    hx[t] = x
-                    _request(hot, hkeys, ch, _plain_key(x))
-                    hsrc[ch] = t
-                    ch += 1
                 for j in range(c):
-                    _answer(cold, coldw, keys, known, vals, j)
-                for j in range(ch):
-                    _answer(hot, hotw, hkeys, hknown, hvals, j)
+                    _answer(table, tw, keys, known, vals, j)
                 for j in range(c):
                     t = src[j]
                     PK[t] = known[j]
                     PV[t] = vals[j]
-                for j in range(ch):
-                    t = hsrc[j]
-                    PK[t] = hknown[j]
-                    PV[t] = hvals[j]
                 # direction-distance keys: two-sided, and one-sided not yet known
+                c = 0
                 for t in range(nt):
                     DV[t] = 0.0
-                    need[t] = False
                     if one_side[t]:
                         p = m if nh[t] == 0 else h
                         PV[t] = WP[t, p]
@@ -616,34 +576,21 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
                             continue
                         hx[t] = S[t, p]
                     if PK[t] or not dd_implies_plain:
-                        need[t] = True
+                        _request(table, keys, c, _dd_key(hx[t], dd))
+                        src[c] = t
+                        c += 1
                     elif one_side[t]:
                         WD[t, p, dd] = 0.0
                         DONE[t, p, dd] = True
-                c = 0
-                for t in dd_cold:
-                    if need[t]:
-                        _request(cold, keys, c, _dd_key(hx[t], dd))
-                        src[c] = t
-                        c += 1
-                ch = 0
-                for t in dd_hot:
-                    if need[t]:
-                        _request(hot, hkeys, ch, _dd_key(hx[t], dd))
-                        hsrc[ch] = t
-                        ch += 1
                 for j in range(c):
-                    _answer(cold, coldw, keys, known, vals, j)
-                for j in range(ch):
-                    _answer(hot, hotw, hkeys, hknown, hvals, j)
+                    _answer(table, tw, keys, known, vals, j)
                 for j in range(c):
-                    DV[src[j]] = vals[j]
-                for j in range(ch):
-                    DV[hsrc[j]] = hvals[j]
-                for t in range(nt):
-                    if need[t] and one_side[t]:
+                    t = src[j]
+                    v = vals[j]
+                    DV[t] = v
+                    if one_side[t]:
                         p = m if nh[t] == 0 else h
-                        WD[t, p, dd] = DV[t]
+                        WD[t, p, dd] = v
                         DONE[t, p, dd] = True
                 s = 0.0
                 for t in range(nt):
@@ -666,42 +613,23 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
                         n_tags[bi] += 1
                 # plain keys of both arcs, then their direction-distance keys
                 c = 0
-                ch = 0
-                j = 0
                 for side in range(2):
                     h, m = (lo, hi) if side == 0 else (hi, lo)
                     if m == 0:
                         continue
                     for bi in range(nb):
                         base = _between_base(A, w0, n, nt + bi, BETWEEN_ATTRS[bi], h, m)
-                        if route[nt + bi]:
-                            for q in range(n_tags[bi]):
-                                x = _between_key(base, tags[bi, q])
-                                hx[j] = np.uint64(x)
-                                _request(hot, hkeys, ch, x)
-                                hsrc[ch] = j
-                                ch += 1
-                                j += 1
-                        else:
-                            for q in range(n_tags[bi]):
-                                x = _between_key(base, tags[bi, q])
-                                hx[j] = np.uint64(x)
-                                _request(cold, keys, c, x)
-                                src[c] = j
-                                c += 1
-                                j += 1
-                for q in range(c):
-                    _answer(cold, coldw, keys, known, vals, q)
-                for q in range(ch):
-                    _answer(hot, hotw, hkeys, hknown, hvals, q)
-                for q in range(c):
-                    PK[src[q]] = known[q]
-                    PV[src[q]] = vals[q]
-                for q in range(ch):
-                    PK[hsrc[q]] = hknown[q]
-                    PV[hsrc[q]] = hvals[q]
+                        for q in range(n_tags[bi]):
+                            _request(table, keys, c, _between_key(base, tags[bi, q]))
+                            c += 1
+                for j in range(c):
+                    _answer(table, tw, keys, known, vals, j)
+                n_plain = c
+                for j in range(n_plain):
+                    PK[j] = known[j]
+                    PV[j] = vals[j]
+                    hx[j] = np.uint64(keys[j])
                 c = 0
-                ch = 0
                 j = 0
                 for side in range(2):
                     h, m = (lo, hi) if side == 0 else (hi, lo)
@@ -709,27 +637,17 @@ def arc_scores_direct(A, word_off, a, b, T, hot, cold, route, dd_implies_plain):
                         continue
                     dd = _dir_dist(h, m)
                     for bi in range(nb):
-                        is_hot = route[nt + bi + N_BASE] == 1
                         for q in range(n_tags[bi]):
                             DV[j] = 0.0
                             if PK[j] or not dd_implies_plain:
-                                if is_hot:
-                                    _request(hot, hkeys, ch, _dd_key(hx[j], dd))
-                                    hsrc[ch] = j
-                                    ch += 1
-                                else:
-                                    _request(cold, keys, c, _dd_key(hx[j], dd))
-                                    src[c] = j
-                                    c += 1
+                                _request(table, keys, c, _dd_key(hx[j], dd))
+                                src[c] = j
+                                c += 1
                             j += 1
-                for q in range(c):
-                    _answer(cold, coldw, keys, known, vals, q)
-                for q in range(ch):
-                    _answer(hot, hotw, hkeys, hknown, hvals, q)
-                for q in range(c):
-                    DV[src[q]] = vals[q]
-                for q in range(ch):
-                    DV[hsrc[q]] = hvals[q]
+                for j in range(c):
+                    _answer(table, tw, keys, known, vals, j)
+                for j in range(c):
+                    DV[src[j]] = vals[j]
                 j = 0
                 for side in range(2):
                     h, m = (lo, hi) if side == 0 else (hi, lo)
