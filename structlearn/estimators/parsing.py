@@ -265,6 +265,7 @@ class DependencyParser(StructuredLinearModel):
         z0 = self._initial_point(problem, loss, Tree, self.coef_ if warm else None,
                                  problem_with, solver)
         z, n_iter, obj = self._run_solver(solver, problem, z0, loss, (heads, word_off))
+        vec._release_table()   # trained: prediction reads a weight table instead
         check_solution(z, obj, "DependencyParser")
         self.__dict__.pop("_weights_cache", None)
         self.coef_ = np.array(z, dtype=np.float64)

@@ -222,7 +222,8 @@ class ArcVectorizer(BaseEstimator):
         uniq = keys[starts[keep]]
         self.templates_ = tmpl[starts[keep]].astype(np.int16)
         del keys, tmpl
-        self._table = _new_table(uniq, np.arange(len(uniq), dtype=np.int64))
+        self._keys = uniq
+        self._table_cache = _new_table(uniq, np.arange(len(uniq), dtype=np.int64))
         self.vocabularies_ = vocabularies
         self.n_features_ = len(uniq)
         self.template_names_ = template_names()
@@ -278,34 +279,46 @@ class ArcVectorizer(BaseEstimator):
         """The weight table of ``coef``: the feature table's keys, each beside
         its feature's weight (its bits as the value), so that a lookup at
         predict costs one cache miss, not a second one into ``coef``."""
-        check_is_fitted(self, "_table")
+        check_is_fitted(self, "_keys")
         coef = np.ascontiguousarray(coef, dtype=np.float64)
         if coef.shape != (self.n_features_,):
             raise ValueError(f"coef must have shape ({self.n_features_},) (one weight per "
                              f"arc feature), got {coef.shape}.")
         return _WeightTable(_new_table(self._keys_by_id(), coef.view(np.int64)))
 
+    @property
+    def _table(self):
+        """The feature table (key -> column id, :func:`_new_table`) that the
+        training path reads: built from the keys when needed and kept until
+        :meth:`_release_table` (a fitted parser releases it after its fit, as
+        prediction reads a weight table instead)."""
+        table = self.__dict__.get("_table_cache")
+        if table is None:
+            check_is_fitted(self, "_keys")
+            table = self._table_cache = _new_table(
+                self._keys, np.arange(len(self._keys), dtype=np.int64))
+        return table
+
+    def _release_table(self):
+        """Free the feature table (rebuilt from the keys when next needed)."""
+        self.__dict__.pop("_table_cache", None)
+
     def _keys_by_id(self):
-        """The key of every feature column (from the feature table)."""
-        return _keys_by_value(self._table, self.n_features_)
+        """The key of every feature column (sorted: column ids are ranks)."""
+        return self._keys
 
     def __getstate__(self):
-        # the feature table is rebuilt on unpickling from the keys (an eighth
-        # of its size with 5.5 M features: 44 MB instead of 256 MB)
+        # the feature table is not pickled: it is rebuilt from the keys (an
+        # eighth of its size with 5.5 M features: 44 MB instead of 256 MB)
         state = dict(super().__getstate__())
-        table = state.pop("_table", None)
-        if table is not None:
-            state["_keys"] = _keys_by_value(table, self.n_features_)
+        state.pop("_table_cache", None)
         return state
 
     def __setstate__(self, state):
         state = dict(state)
-        keys = state.pop("_keys", None)
-        if keys is None and isinstance(state.get("_table"), np.ndarray):
-            # pickled with its table (before the keys were)
-            keys = _keys_by_value(state.pop("_table"), state["n_features_"])
-        if keys is not None:
-            state["_table"] = _new_table(keys, np.arange(len(keys), dtype=np.int64))
+        if isinstance(state.get("_table"), np.ndarray):
+            # pickled with its feature table (before the keys were)
+            state["_keys"] = _keys_by_value(state.pop("_table"), state["n_features_"])
         super().__setstate__(state)
 
 
