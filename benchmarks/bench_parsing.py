@@ -36,8 +36,11 @@ from token dicts to head arrays), measured in one process, alternating, for
 the materialised path (every arc's feature ids built, then summed: the
 training path, and ``predict`` before the fused kernel) and the fused path
 (``predict``: features hashed and weights summed in one pass), with
-``n_jobs=1`` and ``2``, and MST decoding alone on the same arc scores; the
-predictions of both paths are checked identical.  The parser: ``--model
+``n_jobs=1`` and ``2``, and the stages of the fused predict alone on one
+thread (token attributes, arc scores, MST decoding); the predictions of
+both paths are checked identical.  Also reported: the process's RSS after
+loading the parser and after the first predict (which builds the weight
+table), its peak, the tables' sizes.  The parser: ``--model
 PATH`` (a pickled fitted DependencyParser), else a perceptron (3 epochs)
 fitted on EWT train (``--n-train``).  ``--loaded`` repeats the measurement
 beside one CPU-bound process (``python -c "while True: pass"``).
@@ -187,6 +190,17 @@ def throughput_rows(est, X, repeat, condition):
         t0 = time.perf_counter()
         map_batch(theta, arc_off, off, est.single_root, est.projective)
         times.setdefault(("mst decoding alone", 1), []).append(time.perf_counter() - t0)
+        # the stages of the fused predict, one thread
+        vec = est.vectorizer_
+        t0 = time.perf_counter()
+        A, woff = vec.transform(X)
+        times.setdefault(("token attributes alone (transform)", 1), []).append(
+            time.perf_counter() - t0)
+        weights = est._weight_table()
+        t0 = time.perf_counter()
+        vec.arc_scores(A, woff, 0, len(X), weights)
+        times.setdefault(("arc scores alone (fused kernel)", 1), []).append(
+            time.perf_counter() - t0)
     rows = []
     for (path, n_jobs), ts in times.items():
         sps = len(X) / np.asarray(ts)
@@ -202,6 +216,15 @@ def throughput_rows(est, X, repeat, condition):
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
+
+
+def _rss_mb(field="VmRSS"):
+    """This process's resident set (``VmRSS``) or its peak (``VmHWM``), in MB."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def main_throughput(args, argv):
@@ -225,7 +248,18 @@ def main_throughput(args, argv):
     n = np.array([len(s) for s in Xdev])
     print(f"parser: {source}, {len(est.coef_)} features; EWT dev {len(Xdev)} sentences, "
           f"{n.sum()} words, {int((n * (n + 1)).sum())} arcs", flush=True)
-    est.predict(Xdev[:20])   # compile
+    rss_loaded = _rss_mb()
+    t0 = time.perf_counter()
+    est.predict(Xdev[:20])   # compile; builds the weight table
+    first = time.perf_counter() - t0
+    memory = dict(rss_after_load_mb=round(rss_loaded), rss_after_first_predict_mb=round(_rss_mb()),
+                  peak_rss_mb=round(_rss_mb("VmHWM")), first_predict_s=round(first, 2),
+                  weight_table_mb=round(est._weight_table().nbytes / 2**20),
+                  keys_mb=round(est.vectorizer_._keys.nbytes / 2**20),
+                  coef_mb=round(est.coef_.nbytes / 2**20))
+    if args.model:
+        memory["pickle_mb"] = round(os.path.getsize(args.model) / 2**20)
+    print(json.dumps(memory), flush=True)
     rows = throughput_rows(est, Xdev, args.repeat, "as found")
     if args.loaded:
         busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
@@ -251,14 +285,24 @@ def main_throughput(args, argv):
             "head arrays out (attributes, arc features and scores, MST).  "
             "'materialised': every arc's feature ids built, then summed (the training "
             "path); 'fused': `DependencyParser.predict` (hashing and summing in one "
-            "pass, arc_scores_direct).  Both predict the same heads (checked).  "
+            "pass, arc_scores_direct, weights read beside their keys in the weight "
+            "table).  Both predict the same heads (checked).  The 'alone' rows are the "
+            "stages of the fused predict on one thread: token attributes (Python), arc "
+            "scores (the kernel), MST decoding.  "
             f"{args.repeat} rounds, alternating; median and range of sentences/s; "
             "'speedup': per round, materialised time / fused time.  "
             f"Load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
             "(the machine is shared).", "",
             "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()), "",
             md_table(["condition", "path", "n_jobs", "sentences/s (median)", "range",
-                      "speedup (median, range)"], body), ""]
+                      "speedup (median, range)"], body), "",
+            "Memory (MB; RSS of this process): " + ", ".join(
+                f"{k} {v}" for k, v in memory.items()) + ".  The weight table (every "
+            "feature's key beside its weight) is built on the first predict and kept "
+            "while coef_ is unchanged; the feature table (key -> column id, the size "
+            "of the weight table) is not held by a fitted parser: the materialised "
+            "rows build it (after these memory figures).  'first_predict_s' includes "
+            "Numba's compilation when the cache is cold.", ""]
     path = write_text(out, "\n".join(text))
     print(f"wrote {path}")
 

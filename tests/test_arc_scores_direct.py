@@ -133,3 +133,78 @@ def test_parser_predicts_from_fused_scores_what_the_materialised_scores_give():
             assert np.array_equal(np.concatenate(heads), ref)
             scores = est.decision_function(Xt)
             assert np.array_equal(np.concatenate([s.ravel() for s in scores]), theta)
+
+
+def test_weight_table_holds_every_feature_beside_its_weight():
+    from structlearn.kernels.arcs import _find
+
+    rng = np.random.RandomState(3)
+    X, y = random_sentences(rng, 40, 10)
+    vec = ArcVectorizer().fit(X, y)
+    coef = rng.randn(vec.n_features_)
+    table = vec._weight_table(coef).table
+    keys = vec._keys_by_id()
+    assert len(np.unique(keys)) == vec.n_features_ and np.all(keys != 0)
+    weights = table[1::2].view(np.float64)
+    for f in rng.choice(vec.n_features_, 50, replace=False):
+        s = _find(table, keys[f])
+        assert s >= 0 and table[2 * s] == keys[f] and weights[s] == coef[f]
+        assert vec.arc_features(*vec.transform(X[:1]), 0, 1)[1].dtype == np.int32
+    assert _find(table, np.int64(12345678901)) == -1
+    assert np.count_nonzero(table[0::2]) == vec.n_features_
+    with pytest.raises(ValueError, match="coef must have shape"):
+        vec._weight_table(coef[:-1])
+
+
+def test_parser_weight_table_follows_coef_and_is_not_pickled():
+    import pickle
+
+    rng = np.random.RandomState(4)
+    X, y = random_sentences(rng, 50, 9)
+    Xt, _ = random_sentences(rng, 15, 0, vocab=30, lengths=[1, 2, 60, 1, 7, 3, 1, 12, 5, 1,
+                                                            40, 2, 9, 1, 4])
+    est = DependencyParser(loss="perceptron", max_iter=2, random_state=0).fit(X, y)
+    # the feature table is released after the fit, rebuilt when needed
+    assert "_table_cache" not in est.vectorizer_.__dict__
+
+    def reference(est):
+        vec = est.vectorizer_
+        A, off = vec.transform(Xt)
+        return materialised(vec, A, off, 0, len(Xt), est.coef_)
+
+    def fused(est):
+        return np.concatenate([s.ravel() for s in est.decision_function(Xt)])
+
+    assert np.array_equal(fused(est), reference(est))
+    table = est._weights_cache[3]
+    assert np.array_equal(fused(est), reference(est)) and est._weights_cache[3] is table
+    # a new coef_ array, and the same array changed in place: a new table
+    est.coef_ = est.coef_ * 2.0
+    assert np.array_equal(fused(est), reference(est))
+    est.coef_[:] = rng.randn(len(est.coef_))
+    assert np.array_equal(fused(est), reference(est))
+    # pickles carry neither the weight table nor the feature table (its keys)
+    blob = pickle.dumps(est)
+    assert len(blob) < est.vectorizer_._table.nbytes
+    est2 = pickle.loads(blob)
+    assert "_weights_cache" in est.__dict__ and "_weights_cache" not in est2.__dict__
+    assert np.array_equal(fused(est2), reference(est))
+    assert np.array_equal(est2.vectorizer_._table, est.vectorizer_._table)
+    # a refit (warm start too) replaces the table
+    est.set_params(warm_start=True).fit(X, y)
+    assert np.array_equal(fused(est), reference(est))
+
+
+def test_vectorizer_unpickles_a_pickled_feature_table():
+    """Pickles made when the vectorizer's state held the feature table itself."""
+    rng = np.random.RandomState(5)
+    X, y = random_sentences(rng, 30, 8)
+    vec = ArcVectorizer().fit(X, y)
+    state = {k: v for k, v in vec.__dict__.items() if k not in ("_keys", "_table_cache")}
+    state["_table"] = vec._table.copy()
+    old = ArcVectorizer.__new__(ArcVectorizer)
+    old.__setstate__(state)          # a state with '_table', as older pickles have
+    A, off = vec.transform(X)
+    coef = rng.randn(vec.n_features_)
+    assert np.array_equal(old.arc_scores(A, off, 0, len(X), coef),
+                          materialised(vec, A, off, 0, len(X), coef))

@@ -34,6 +34,13 @@ def _arc_balanced_ranges(word_off, n_threads):
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
+def _coef_probe(coef):
+    """About 4,096 of the weights (a stride through them, the last included):
+    what the cached weight table is checked against."""
+    step = max(1, len(coef) // 4096)
+    return np.concatenate((coef[::step], coef[-1:]))
+
+
 def parser_problem(feature_map, heads, loss, single_root, projective, n_jobs=None):
     """The training problem of an arc-factored parser: the generic
     :class:`~structlearn.solvers.RaggedProblem` over the arc feature map
@@ -262,7 +269,9 @@ class DependencyParser(StructuredLinearModel):
         z0 = self._initial_point(problem, loss, Tree, self.coef_ if warm else None,
                                  problem_with, solver)
         z, n_iter, obj = self._run_solver(solver, problem, z0, loss, (heads, word_off))
+        vec._release_table()   # trained: prediction reads a weight table instead
         check_solution(z, obj, "DependencyParser")
+        self.__dict__.pop("_weights_cache", None)
         self.coef_ = np.array(z, dtype=np.float64)
         self.vectorizer_ = vec
         self.n_features_in_ = vec.n_features_
@@ -387,15 +396,39 @@ class DependencyParser(StructuredLinearModel):
         (:meth:`ArcVectorizer.arc_scores`); results concatenated per sentence
         by :meth:`_split`."""
         A, word_off, ranges, n_threads = self._scored(X)
-        coef = np.ascontiguousarray(self.coef_, dtype=np.float64)
+        weights = self._weight_table()
 
         def run(ab):
             a, b = ab
             st = Tree(word_off[a:b + 1] - word_off[a], single_root=self.single_root,
                       projective=self.projective)
-            return fn(self.vectorizer_.arc_scores(A, word_off, a, b, coef), st)
+            return fn(self.vectorizer_.arc_scores(A, word_off, a, b, weights), st)
 
         return word_off, thread_map(run, ranges, n_threads)
+
+    def _weight_table(self):
+        """The weight table of ``coef_`` (``ArcVectorizer._weight_table``: every
+        feature's key beside its weight, so that a lookup at predict costs
+        one cache miss, not two), built on the first prediction and kept in
+        a private attribute while ``coef_`` and ``vectorizer_`` are the same
+        objects with the same weights (a sample of them is compared: assign
+        ``coef_`` a new array to change it).  Not pickled, not cloned:
+        ``fit`` and unpickling start without it."""
+        coef = self.coef_
+        probe = _coef_probe(coef)
+        cached = self.__dict__.get("_weights_cache")
+        if cached is not None and cached[0] is coef and cached[1] is self.vectorizer_ \
+                and np.array_equal(cached[2], probe):
+            return cached[3]
+        self.__dict__.pop("_weights_cache", None)   # free the old table first
+        weights = self.vectorizer_._weight_table(coef)
+        self._weights_cache = (coef, self.vectorizer_, probe, weights)
+        return weights
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())   # a copy: never the live __dict__
+        state.pop("_weights_cache", None)
+        return state
 
     def _split(self, word_off, flat_parts, per="word"):
         off = word_off if per == "word" else tree_arc_offsets(word_off)
@@ -453,10 +486,10 @@ class DependencyParser(StructuredLinearModel):
         """SparseMAP distribution over trees of every sentence: a list of
         ``[(heads, weight), ...]`` sorted by decreasing weight."""
         A, word_off, _, _ = self._scored(X)
-        coef = np.ascontiguousarray(self.coef_, dtype=np.float64)
+        weights = self._weight_table()
         out = []
         for i in range(len(word_off) - 1):
-            theta = self.vectorizer_.arc_scores(A, word_off, i, i + 1, coef)
+            theta = self.vectorizer_.arc_scores(A, word_off, i, i + 1, weights)
             n = word_off[i + 1] - word_off[i]
             st = Tree(np.array([0, n]), single_root=self.single_root,
                       projective=self.projective)

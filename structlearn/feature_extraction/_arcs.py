@@ -15,7 +15,7 @@ from ..kernels.arcs import (
     TEMPLATES,
     arc_feature_ids,
     arc_scores_direct,
-    build_table,
+    fill_table,
     gold_arc_keys,
     template_names,
 )
@@ -222,8 +222,8 @@ class ArcVectorizer(BaseEstimator):
         uniq = keys[starts[keep]]
         self.templates_ = tmpl[starts[keep]].astype(np.int16)
         del keys, tmpl
-        capacity = 1 << int(np.ceil(np.log2(max(16, 2 * len(uniq)))))
-        self._table = _numpy_owned(build_table(uniq, capacity))
+        self._keys = uniq
+        self._table_cache = _new_table(uniq, np.arange(len(uniq), dtype=np.int64))
         self.vocabularies_ = vocabularies
         self.n_features_ = len(uniq)
         self.template_names_ = template_names()
@@ -267,27 +267,95 @@ class ArcVectorizer(BaseEstimator):
         """Arc scores ``theta = A(x) coef`` of sentences ``a..b-1`` without
         materialising their features: the scores of :meth:`arc_features`
         (bit for bit), hashed and summed in one pass (see
-        ``structlearn.kernels.arcs.arc_scores_direct``)."""
-        return arc_scores_direct(A, word_off, a, b, TEMPLATES, self._table,
-                                 np.ascontiguousarray(coef, dtype=np.float64),
+        ``structlearn.kernels.arcs.arc_scores_direct``).  ``coef``: the
+        weights, or their weight table (``_weight_table(coef)``, which
+        building costs a pass over the features: a caller scoring several
+        batches with the same weights builds it once)."""
+        w = coef if isinstance(coef, _WeightTable) else self._weight_table(coef)
+        return arc_scores_direct(A, word_off, a, b, TEMPLATES, w.table,
                                  _dd_implies_plain(_template_ids(self.templates)))
 
+    def _weight_table(self, coef):
+        """The weight table of ``coef``: the feature table's keys, each beside
+        its feature's weight (its bits as the value), so that a lookup at
+        predict costs one cache miss, not a second one into ``coef``."""
+        check_is_fitted(self, "_keys")
+        coef = np.ascontiguousarray(coef, dtype=np.float64)
+        if coef.shape != (self.n_features_,):
+            raise ValueError(f"coef must have shape ({self.n_features_},) (one weight per "
+                             f"arc feature), got {coef.shape}.")
+        return _WeightTable(_new_table(self._keys_by_id(), coef.view(np.int64)))
+
+    @property
+    def _table(self):
+        """The feature table (key -> column id, :func:`_new_table`) that the
+        training path reads: built from the keys when needed and kept until
+        :meth:`_release_table` (a fitted parser releases it after its fit, as
+        prediction reads a weight table instead)."""
+        table = self.__dict__.get("_table_cache")
+        if table is None:
+            check_is_fitted(self, "_keys")
+            table = self._table_cache = _new_table(
+                self._keys, np.arange(len(self._keys), dtype=np.int64))
+        return table
+
+    def _release_table(self):
+        """Free the feature table (rebuilt from the keys when next needed)."""
+        self.__dict__.pop("_table_cache", None)
+
+    def _keys_by_id(self):
+        """The key of every feature column (sorted: column ids are ranks)."""
+        return self._keys
+
+    def __getstate__(self):
+        # the feature table is not pickled: it is rebuilt from the keys (an
+        # eighth of its size with 5.5 M features: 44 MB instead of 256 MB)
+        state = dict(super().__getstate__())
+        state.pop("_table_cache", None)
+        return state
+
     def __setstate__(self, state):
-        # an unpickled array is not in NumPy's (huge-page) allocation: copy
-        # the feature table there (see _numpy_owned)
+        state = dict(state)
         if isinstance(state.get("_table"), np.ndarray):
-            state = dict(state, _table=_numpy_owned(state["_table"]))
+            # pickled with its feature table (before the keys were)
+            state["_keys"] = _keys_by_value(state.pop("_table"), state["n_features_"])
         super().__setstate__(state)
 
 
-def _numpy_owned(a):
-    """A copy of ``a`` allocated by NumPy, which asks Linux for transparent
-    huge pages on large arrays (a Numba-allocated or unpickled array does
-    not get them).  The feature table is hundreds of MB read at random: with
-    4 KB pages nearly every lookup also misses the TLB."""
-    out = np.empty_like(a)
-    out[...] = a
-    return out
+class _WeightTable:
+    """A weight table (``structlearn.kernels.arcs.fill_table`` with the
+    weights' bits as values), told apart from a weight vector."""
+
+    __slots__ = ("table",)
+
+    def __init__(self, table):
+        self.table = table
+
+    @property
+    def nbytes(self):
+        return self.table.nbytes
+
+
+def _new_table(keys, values):
+    """The open-addressing table of ``keys`` -> ``values`` (int64) at most half
+    full, allocated by NumPy (which asks Linux for transparent huge pages on
+    large arrays: the table is hundreds of MB read at random, and with 4 KB
+    pages nearly every lookup would also miss the TLB) and filled by
+    ``structlearn.kernels.arcs.fill_table``."""
+    capacity = 1 << int(np.ceil(np.log2(max(16, 2 * len(keys)))))
+    table = np.zeros(2 * capacity, dtype=np.int64)
+    fill_table(table, keys, values)
+    return table
+
+
+def _keys_by_value(table, n):
+    """Keys of a table of ``n`` keys whose values are ``0..n-1`` (the feature
+    table), indexed by value; any slot layout."""
+    k, v = table[0::2], table[1::2]
+    used = k != 0
+    keys = np.empty(n, dtype=np.int64)
+    keys[v[used]] = k[used]
+    return keys
 
 
 def _dd_implies_plain(allowed):

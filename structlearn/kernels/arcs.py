@@ -324,39 +324,51 @@ def gold_arc_keys(A, word_off, heads, T):
 
 
 @njit(cache=True, nogil=True)
-def build_table(keys, capacity):
-    """Open-addressing table (linear probing) of distinct non-zero ``keys``,
-    ``capacity`` a power of two at least twice ``len(keys)``: an int64 array
-    of ``2 * capacity`` entries, slot ``s`` holding the key at ``2 s`` and
-    its index in ``keys`` at ``2 s + 1`` (empty slots: key 0).
+def fill_table(table, keys, values):
+    """Fill ``table`` (int64, zeros, ``2 * capacity`` entries, ``capacity`` a
+    power of two at least twice ``len(keys)``) as an open-addressing table
+    (linear probing) of distinct non-zero ``keys``: slot ``s`` holds the key
+    at ``2 s`` and its value ``values[i]`` at ``2 s + 1`` (empty slots: key
+    0).  The caller allocates the table (NumPy gives large arrays huge
+    pages; see ``feature_extraction._arcs``).
 
-    Key and id share a cache line: with 5.5 M features (EWT) the table is far
-    larger than the caches and a lookup costs its cache misses -- one per
-    probe instead of two per hit with separate key and id arrays.
+    Two tables are built: the feature table (value: the feature's column id,
+    ``values = arange(n)``), which the training path reads, and at predict
+    the weight table (value: the bits of the feature's weight,
+    ``coef.view(np.int64)``), which the fused kernel reads.  Key and value
+    share a cache line: with 5.5 M features (EWT) the table is far larger
+    than the caches and a lookup costs its cache misses -- one per probe
+    instead of two per hit with separate key and value arrays (and, for the
+    weight table, instead of a second miss into the weight vector).
     """
-    table = np.zeros(2 * capacity, dtype=np.int64)
-    mask = capacity - 1
+    mask = len(table) // 2 - 1
     for i in range(len(keys)):
         key = keys[i]
         s = np.int64(np.uint64(key) & np.uint64(mask))
         while table[2 * s] != 0:
             s = (s + 1) & mask
         table[2 * s] = key
-        table[2 * s + 1] = i
-    return table
+        table[2 * s + 1] = values[i]
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _lookup(table, key):
+def _find(table, key):
+    """Slot of ``key`` in ``table`` (:func:`fill_table`), -1 if absent."""
     mask = len(table) // 2 - 1
     s = np.int64(np.uint64(key) & np.uint64(mask))
     while True:
         k = table[2 * s]
         if k == key:
-            return table[2 * s + 1]
+            return s
         if k == 0:
             return -1
         s = (s + 1) & mask
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lookup(table, key):
+    s = _find(table, key)
+    return table[2 * s + 1] if s >= 0 else -1
 
 
 @njit(cache=True, nogil=True)
@@ -419,7 +431,7 @@ def _template_kinds(T):
 
 @njit(cache=True, nogil=True, inline="always")
 def _slot(table, key):
-    """Home slot of ``key`` in ``table`` (:func:`build_table`)."""
+    """Home slot of ``key`` in ``table`` (:func:`fill_table`)."""
     return np.int64(np.uint64(key) & np.uint64(len(table) // 2 - 1))
 
 
@@ -431,26 +443,32 @@ def _request(table, keys, j, key):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _answer(table, w, keys, ids, j):
-    """Look up the ``j``-th queued key: its id into ``ids[j]`` (-1 unknown),
-    prefetching its weight."""
-    f = _lookup(table, keys[j])
-    ids[j] = f
-    if f >= 0:
-        prefetch(w, f)
+def _answer(table, tw, keys, known, vals, j):
+    """Look up the ``j``-th queued key: whether it is known into
+    ``known[j]``, its weight (0.0 if unknown) into ``vals[j]``.  ``tw`` is
+    the weight table viewed as float64 (a slot's value: the weight's bits)."""
+    s = _find(table, keys[j])
+    known[j] = s >= 0
+    vals[j] = tw[2 * s + 1] if s >= 0 else 0.0
 
 
 @njit(cache=True, nogil=True)
-def arc_scores_direct(A, word_off, a, b, T, table, w, dd_implies_plain):
+def arc_scores_direct(A, word_off, a, b, T, table, dd_implies_plain):
     """Arc scores of sentences ``a..b-1`` straight from the token attributes:
     :func:`arc_scores` of :func:`arc_feature_ids`, without materialising the
     features.
 
+    The weights are read from a weight table (:func:`fill_table` with the
+    weights' bits as values: the keys of the feature table that
+    :func:`arc_feature_ids` reads, each beside its feature's weight), so a
+    known feature costs one cache miss, not a second one into the weight
+    vector.
+
     The same keys as :func:`arc_keys` (from the same :func:`sentence_states`,
-    :func:`_plain_hash` and key functions), each looked up in ``table`` and
-    its weight added in the same order (an unknown feature adds 0.0, which
-    leaves a float sum unchanged), so the scores are bit-for-bit those of
-    the materialised path.  What is saved is work, not features:
+    :func:`_plain_hash` and key functions), each looked up and its weight
+    added in the same order (an unknown feature adds 0.0, which leaves a
+    float sum unchanged), so the scores are bit-for-bit those of the
+    materialised path.  What is saved is work, not features:
 
     * a template reading one side of the arc (10 read only the head, 10
       only the modifier) has one plain key per word, looked up once per
@@ -472,6 +490,7 @@ def arc_scores_direct(A, word_off, a, b, T, table, w, dd_implies_plain):
     block, modifier-major; self-loops 0.0).
     """
     nt = T.shape[0]
+    tw = table.view(np.float64)
     nh, one_side = _template_kinds(T)
     pair = np.flatnonzero(~one_side)
     n_arcs = 0
@@ -490,8 +509,9 @@ def arc_scores_direct(A, word_off, a, b, T, table, w, dd_implies_plain):
     tags = np.empty((nb, max_n + 1), dtype=np.int64)
     n_tags = np.zeros(nb, dtype=np.int64)
     size = max(2 * nt, 4 * nb * (max_n + 1))
-    keys = np.empty(size, dtype=np.int64)          # a batch of lookups
-    ids = np.empty(size, dtype=np.int64)
+    keys = np.empty(size, dtype=np.int64)          # a batch of lookups,
+    known = np.empty(size, dtype=np.bool_)         # whether found,
+    vals = np.empty(size)                          # their weights
     src = np.empty(size, dtype=np.int64)           # what each lookup is for
     hx = np.empty(size, dtype=np.uint64)           # plain hashes
     PV = np.zeros(size)                            # plain weights
@@ -508,22 +528,22 @@ def arc_scores_direct(A, word_off, a, b, T, table, w, dd_implies_plain):
                 for p in range(n + 1):
                     if c == size:
                         for j in range(c):
-                            _answer(table, w, keys, ids, j)
+                            _answer(table, tw, keys, known, vals, j)
                         for j in range(c):
                             q = src[j]
-                            WP[q // (n + 1), q % (n + 1)] = w[ids[j]] if ids[j] >= 0 else 0.0
-                            KP[q // (n + 1), q % (n + 1)] = ids[j] >= 0
+                            WP[q // (n + 1), q % (n + 1)] = vals[j]
+                            KP[q // (n + 1), q % (n + 1)] = known[j]
                         c = 0
                     _request(table, keys, c, _plain_key(S[t, p]))
                     src[c] = t * (n + 1) + p
                     c += 1
                     DONE[t, p, :] = False
         for j in range(c):
-            _answer(table, w, keys, ids, j)
+            _answer(table, tw, keys, known, vals, j)
         for j in range(c):
             q = src[j]
-            WP[q // (n + 1), q % (n + 1)] = w[ids[j]] if ids[j] >= 0 else 0.0
-            KP[q // (n + 1), q % (n + 1)] = ids[j] >= 0
+            WP[q // (n + 1), q % (n + 1)] = vals[j]
+            KP[q // (n + 1), q % (n + 1)] = known[j]
         for m in range(1, n + 1):
             for h in range(n + 1):
                 if h == m:
@@ -538,11 +558,11 @@ def arc_scores_direct(A, word_off, a, b, T, table, w, dd_implies_plain):
                     src[c] = t
                     c += 1
                 for j in range(c):
-                    _answer(table, w, keys, ids, j)
+                    _answer(table, tw, keys, known, vals, j)
                 for j in range(c):
                     t = src[j]
-                    PK[t] = ids[j] >= 0
-                    PV[t] = w[ids[j]] if ids[j] >= 0 else 0.0
+                    PK[t] = known[j]
+                    PV[t] = vals[j]
                 # direction-distance keys: two-sided, and one-sided not yet known
                 c = 0
                 for t in range(nt):
@@ -563,10 +583,10 @@ def arc_scores_direct(A, word_off, a, b, T, table, w, dd_implies_plain):
                         WD[t, p, dd] = 0.0
                         DONE[t, p, dd] = True
                 for j in range(c):
-                    _answer(table, w, keys, ids, j)
+                    _answer(table, tw, keys, known, vals, j)
                 for j in range(c):
                     t = src[j]
-                    v = w[ids[j]] if ids[j] >= 0 else 0.0
+                    v = vals[j]
                     DV[t] = v
                     if one_side[t]:
                         p = m if nh[t] == 0 else h
@@ -603,11 +623,11 @@ def arc_scores_direct(A, word_off, a, b, T, table, w, dd_implies_plain):
                             _request(table, keys, c, _between_key(base, tags[bi, q]))
                             c += 1
                 for j in range(c):
-                    _answer(table, w, keys, ids, j)
+                    _answer(table, tw, keys, known, vals, j)
                 n_plain = c
                 for j in range(n_plain):
-                    PK[j] = ids[j] >= 0
-                    PV[j] = w[ids[j]] if ids[j] >= 0 else 0.0
+                    PK[j] = known[j]
+                    PV[j] = vals[j]
                     hx[j] = np.uint64(keys[j])
                 c = 0
                 j = 0
@@ -625,9 +645,9 @@ def arc_scores_direct(A, word_off, a, b, T, table, w, dd_implies_plain):
                                 c += 1
                             j += 1
                 for j in range(c):
-                    _answer(table, w, keys, ids, j)
+                    _answer(table, tw, keys, known, vals, j)
                 for j in range(c):
-                    DV[src[j]] = w[ids[j]] if ids[j] >= 0 else 0.0
+                    DV[src[j]] = vals[j]
                 j = 0
                 for side in range(2):
                     h, m = (lo, hi) if side == 0 else (hi, lo)
