@@ -252,6 +252,7 @@ def test_every_loss_learns_the_toy_grammar_and_predicts_trees(loss):
     assert est.score(Xt, yt) > 0.9
 
 
+@pytest.mark.slow  # the full-EWT fixture; ~52 s warm at load 8 (issue 20); CI runs it
 def test_projective_and_multi_root_options(ewt):
     X, y, Xt, yt = ewt
     n_nonproj = sum(not is_projective(h) for h in y[:200])
