@@ -9,14 +9,22 @@ output structures in :mod:`structlearn.structures`.
 
 __version__ = "0.1.0.dev0"
 
-from .estimators import (  # noqa: E402
-    DependencyParser,
-    LabelRanker,
-    MultiLabelClassifier,
-    OrdinalRegressor,
-    SegmentTagger,
-    SequenceTagger,
-)
+import importlib
 
 __all__ = ["LabelRanker", "OrdinalRegressor", "MultiLabelClassifier", "SequenceTagger",
            "SegmentTagger", "DependencyParser", "__version__"]
+
+
+def __getattr__(name):
+    # the estimators are imported on first access (PEP 562): ``import
+    # structlearn`` does not import scikit-learn, SciPy or Numba, and one
+    # estimator imports only what its task needs
+    if name in __all__:
+        value = getattr(importlib.import_module(".estimators", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

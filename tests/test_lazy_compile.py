@@ -65,3 +65,29 @@ def test_numba_code_lives_only_in_kernels():
         if "from numba" in text or "import numba" in text:
             offenders.append(str(rel))
     assert offenders == []
+
+
+def test_import_structlearn_imports_no_estimator_until_one_is_used():
+    # the estimators (and with them scikit-learn, SciPy's stats and Numba)
+    # are imported on first access (PEP 562); one estimator imports its own
+    # structure, not the others'
+    code = ("import sys, structlearn\n"
+            "heavy = ('sklearn', 'numba', 'structlearn.estimators.ranking')\n"
+            "assert not [m for m in heavy if m in sys.modules], sys.modules.keys()\n"
+            "assert 'LabelRanker' in dir(structlearn)\n"
+            "from structlearn import LabelRanker\n"
+            "assert LabelRanker.__module__ == 'structlearn.estimators.ranking'\n"
+            "assert 'structlearn.structures.ranking' in sys.modules\n"
+            "assert 'structlearn.structures.segments' not in sys.modules\n"
+            "ns = {}\n"
+            "exec('from structlearn import *', ns)\n"
+            "assert {n for n in structlearn.__all__ if n != '__version__'} <= set(ns)\n"
+            "try:\n"
+            "    structlearn.NoSuchEstimator\n"
+            "except AttributeError as e:\n"
+            "    assert 'NoSuchEstimator' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('no AttributeError')\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr

@@ -268,18 +268,25 @@ def sparsemap_support_batch(Eta, n_unary, oracle, params, max_iter, tol):
     for i in range(n):
         mu, verts, wts, _ = sparsemap_active_set(Eta[i], n_unary, oracle, params, max_iter,
                                                  tol)
-        Mu[i, :] = mu
+        # element loops, not slice copies: those compile Numba's
+        # string-formatting shape errors (seconds of a cold first fit)
+        for j in range(p):
+            Mu[i, j] = mu[j]
         s = sup_off[i]
         k = wts.shape[0]
         if s + k > V.shape[0]:
             cap = max(2 * V.shape[0], s + k)
             V2 = np.empty((cap, p))
-            V2[:s] = V[:s]
             W2 = np.empty(cap)
-            W2[:s] = W[:s]
+            for r in range(s):
+                W2[r] = W[r]
+                for j in range(p):
+                    V2[r, j] = V[r, j]
             V, W = V2, W2
-        V[s:s + k] = verts
-        W[s:s + k] = wts
+        for r in range(k):
+            W[s + r] = wts[r]
+            for j in range(p):
+                V[s + r, j] = verts[r, j]
         sup_off[i + 1] = s + k
     m = sup_off[n]
     return Mu, V[:m].copy(), W[:m].copy(), sup_off

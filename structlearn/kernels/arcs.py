@@ -404,7 +404,8 @@ def arc_feature_ids(A, word_off, a, b, T, table):
                     c = _arc_keys_states(S, A, w0, n, h, m, T, buf, tbuf)
                     if k + c > len(ids):
                         grown = np.empty(max(2 * len(ids), k + c), dtype=np.int32)
-                        grown[:k] = ids[:k]
+                        for j in range(k):   # (a loop: a slice copy compiles
+                            grown[j] = ids[j]  # Numba's string-formatting errors)
                         ids = grown
                     for j in range(c):
                         f = _lookup(table, buf[j])

@@ -241,8 +241,9 @@ def _birkhoff_solve(X, max_iter, tol, P):
         if _birkhoff_dual_objective(X, a_new, b_new) <= _birkhoff_dual_objective(
             X, a, b
         ):
-            a[:] = a_new
-            b[:] = b_new
+            for i in range(k):   # (a loop: a slice copy compiles Numba's
+                a[i] = a_new[i]  # string-formatting shape errors, ~3 s cold)
+                b[i] = b_new[i]
             err = _birkhoff_primal(X, a, b, P)
             if err < tol_eff:
                 return it + 1

@@ -110,14 +110,19 @@ def chain_solve_pieces(eta, L, K, split, oracle, max_iter, tol, mu):
         pst = ptr + K * K
         pen = pst + K
         e = np.empty(pen + K)
-        e[:ptr] = eta[a * K:b * K]
-        e[ptr:pst] = eta[tr:st]
+        # element loops, not slice copies (which compile Numba's
+        # string-formatting shape errors)
+        for j in range(ptr):
+            e[j] = eta[a * K + j]
+        for j in range(pst - ptr):
+            e[ptr + j] = eta[tr + j]
         for c in range(K):
             e[pst + c] = eta[st + c] if a == 0 else eta[tr + split[a - 1] * K + c]
             e[pen + c] = eta[en + c] if b == L else eta[tr + c * K + split[b]]
         params = np.array([float(n), float(K)])
         m, _, _, _ = sparsemap_active_set(e, ptr, oracle, params, max_iter, tol_p)
-        mu[a * K:b * K] = m[:ptr]
+        for j in range(ptr):
+            mu[a * K + j] = m[j]
         for j in range(K * K):
             mu[tr + j] += m[ptr + j]
         for c in range(K):
@@ -198,5 +203,6 @@ def sparsemap_chain_split_batch(theta, part_off, tok_off, K, oracle, max_iter, t
         m = np.empty(b - a)
         sparsemap_chain_split(theta[a:b].copy(), tok_off[i + 1] - tok_off[i], K, oracle,
                               max_iter, tol, min_gap, m)
-        mu[a:b] = m
+        for j in range(b - a):
+            mu[a + j] = m[j]
     return mu

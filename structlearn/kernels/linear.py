@@ -92,8 +92,10 @@ def support_scores(indptr, nz_start, nz_len, data, sup_label, w, n_labels):
     n = len(indptr) - 1
     U = np.zeros(n * n_labels)
     for t in range(n):
-        _add_row_scores(indptr[t], indptr[t + 1], nz_start, nz_len, data, sup_label, w, 1,
-                        U, np.uint64(t * n_labels))
+        # np.int64(...): a literal constant would compile its own
+        # specialisation of the callee (Numba's literal dispatch)
+        _add_row_scores(indptr[t], indptr[t + 1], nz_start, nz_len, data, sup_label, w,
+                        np.int64(1), U, np.uint64(t * n_labels))
     return U.reshape((n, n_labels))
 
 
@@ -116,7 +118,7 @@ def support_grad(indptr, nz_start, nz_len, data, sup_label, G, g):
                 break
         if nonzero:
             _add_row_grad(indptr[t], indptr[t + 1], nz_start, nz_len, data, sup_label, Gf,
-                          np.uint64(t * K), g, 1, 0)
+                          np.uint64(t * K), g, np.int64(1), np.int64(0))
 
 
 @njit(cache=True, nogil=True)
@@ -396,7 +398,7 @@ def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, s
         for t in range(L):
             u = base + t * K
             _add_row_scores(indptr[t0 + t], indptr[t0 + t + 1], nz_start, nz_len, data,
-                            sup_label, wg, 2, theta, np.uint64(u))
+                            sup_label, wg, np.int64(2), theta, np.uint64(u))
             for k in range(K):
                 theta[u + k] += bias[k]
         # -- marginals (scaled recursions; log space when they cannot be used)
@@ -412,7 +414,8 @@ def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, s
             for k in range(K):
                 g_rest[o_b + k] += mu[u + k]
             _add_row_grad(indptr[t0 + t], indptr[t0 + t + 1], nz_start, nz_len, data,
-                          sup_label, mu, np.uint64(u), wg, 2, 1)
+                          sup_label, mu, np.uint64(u), wg, np.int64(2),
+                          np.int64(1))
         for j in range(KK + 2 * K):
             g_rest[j] += mu[tr + j]
     return vals

@@ -177,7 +177,7 @@ def _segment_at(y, yoff, L, t):
 @njit(cache=True, nogil=True)
 def _add_encoding(y, yoff, L, K, M, out, base, w):
     tr = base + L * M * K
-    t = 0
+    t = np.int64(0)
     prev = -1
     while t < L:
         e, k = _segment_at(y, yoff, L, t)
@@ -195,7 +195,7 @@ def _add_encoding(y, yoff, L, K, M, out, base, w):
 def _score(theta, base, L, K, M, y, yoff):
     tr = base + L * M * K
     total = 0.0
-    t = 0
+    t = np.int64(0)
     prev = -1
     while t < L:
         e, k = _segment_at(y, yoff, L, t)
@@ -231,7 +231,9 @@ def _marginals_into(theta, base, L, K, M, Mk, mu):
             for k in range(K):
                 P[0, k] = theta[st + k]
         else:
-            _log_enter(A[e - 1], et, mt, theta, tr, K, True, P[e])
+            # np.bool_ / np.int64 constants: a literal would compile a
+            # specialisation of the callee per value (Numba's literal dispatch)
+            _log_enter(A[e - 1], et, mt, theta, tr, K, np.bool_(True), P[e])
         for k in range(K):
             n_l = min(Mk[k], e + 1)
             m = NEG_INF
@@ -252,7 +254,7 @@ def _marginals_into(theta, base, L, K, M, Mk, mu):
             for k in range(K):
                 B[s, k] = theta[en + k]
         else:
-            _log_enter(C[s + 1], et, mt, theta, tr, K, False, B[s])
+            _log_enter(C[s + 1], et, mt, theta, tr, K, np.bool_(False), B[s])
         for k in range(K):
             n_l = min(Mk[k], L - s)
             m = NEG_INF
@@ -413,7 +415,7 @@ def segment_cost_batch(y, part_off, tok_off, K, M, precision, recall, mismatch):
         gold_end = np.full(L, -1, dtype=np.int64)
         gold_lab = np.full(L, -1, dtype=np.int64)
         rsum = np.zeros(L + 1)  # prefix sums of the recall penalties of gold starts
-        t = 0
+        t = np.int64(0)
         while t < L:
             e, k = _segment_at(y, o, L, t)
             gold_end[t] = e

@@ -130,7 +130,7 @@ def _cle(S, pen, out, off):
     kids = np.empty(M, dtype=np.int64)
     kid_off = np.zeros(N, dtype=np.int64)    # kids of node n + j: kid_off[j-1]:kid_off[j]
     nxt = N
-    nk = 0
+    nk = np.int64(0)  # not a literal 0: _cle_merge(..., k0=nk) compiles once
     for start in range(1, N):
         a = _find(uf, start)
         if done[a]:

@@ -204,9 +204,11 @@ def _matrix_tree_impl(S, single_root, force_log):
     if not force_log:
         ok, logZ, buf, off, D = _mtt_forward_linear(S, single_root)
         if ok and np.isfinite(logZ):
-            return logZ, _mtt_backward(buf, off, D, n, single_root, False)
+            # np.bool_: a literal True/False would compile the backward pass
+            # twice (Numba's literal dispatch), ~1 CPU s of a cold first fit
+            return logZ, _mtt_backward(buf, off, D, n, single_root, np.bool_(False))
     logZ, buf, off, LD = _mtt_forward_log(S, single_root)
-    return logZ, _mtt_backward(buf, off, LD, n, single_root, True)
+    return logZ, _mtt_backward(buf, off, LD, n, single_root, np.bool_(True))
 
 
 @njit(cache=True, nogil=True)

@@ -252,6 +252,7 @@ def test_every_loss_learns_the_toy_grammar_and_predicts_trees(loss):
     assert est.score(Xt, yt) > 0.9
 
 
+@pytest.mark.slow  # the full-EWT fixture; ~52 s warm at load 8 (issue 20); CI runs it
 def test_projective_and_multi_root_options(ewt):
     X, y, Xt, yt = ewt
     n_nonproj = sum(not is_projective(h) for h in y[:200])
@@ -273,6 +274,7 @@ def test_projective_and_multi_root_options(ewt):
     assert all(is_tree(h, single_root=False) for h in est.predict(Xt[:100]))
 
 
+@pytest.mark.slow  # ~70 s warm at load 8 (issue 20: the fast suite); CI runs it
 def test_parser_beats_the_left_neighbour_baseline_on_ewt(ewt):
     X, y, Xt, yt = ewt
     est = DependencyParser(loss="perceptron", max_iter=5, n_jobs=2, random_state=0)
@@ -440,6 +442,7 @@ def test_labelled_fit_keeps_the_unlabelled_parser_bit_for_bit():
     np.testing.assert_array_equal(plain.coef_, labelled.coef_)
 
 
+@pytest.mark.slow  # ~70 s warm at load 8 (issue 20: the fast suite); CI runs it
 def test_labeller_beats_a_most_frequent_relation_per_upos_baseline_on_ewt():
     train, test = load_ewt("train")[:400], load_ewt("test")[:150]
     y = [(s.heads, s.deprels) for s in train]
