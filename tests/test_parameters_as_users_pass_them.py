@@ -85,35 +85,44 @@ def test_interruptible_reraises_the_keyboard_interrupt_behind_system_errors():
         interruptible(plain)()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("n_jobs", [1, 2])
-def test_ctrl_c_during_a_parser_fit_is_a_keyboard_interrupt(n_jobs):
-    """SIGINT during DependencyParser.fit (feature extraction and L-BFGS)
-    reaches the caller as KeyboardInterrupt -- it once surfaced as a
-    SystemError from inside a Numba kernel -- and leaves the fitted parser
-    unchanged."""
+def test_ctrl_c_during_a_parser_fit_is_a_keyboard_interrupt(n_jobs, monkeypatch):
+    """SIGINT during DependencyParser.fit (sent, deterministically, from the
+    third objective evaluation of L-BFGS) reaches the caller as
+    KeyboardInterrupt and leaves the fitted parser unchanged.  (Where the
+    signal lands inside Numba's dispatcher it surfaced as a SystemError:
+    the test above covers that chain.)"""
     import os
     import signal
-    import threading
 
+    import structlearn.estimators._base as base
     from structlearn import DependencyParser
 
     rng = np.random.RandomState(0)
     X, y = [], []
-    for _ in range(400):
-        n = rng.randint(5, 25)
-        X.append([{"form": f"w{rng.randint(300)}", "upos": f"P{rng.randint(12)}"}
+    for _ in range(60):
+        n = rng.randint(2, 12)
+        X.append([{"form": f"w{rng.randint(50)}", "upos": f"P{rng.randint(6)}"}
                   for _ in range(n)])
         y.append([0] + [rng.randint(1, k + 1) for k in range(1, n)])
-    est = DependencyParser(loss="crf", max_iter=2, n_jobs=n_jobs).fit(X[:30], y[:30])
+    est = DependencyParser(loss="crf", max_iter=3, n_jobs=n_jobs).fit(X[:30], y[:30])
     coef = est.coef_.copy()
-    est.set_params(max_iter=500, tol=1e-12)
-    for delay in (0.3, 1.0, 2.0):
-        timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
-        timer.start()
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                est.fit(X, y)
-        finally:
-            timer.cancel()
-        np.testing.assert_array_equal(est.coef_, coef)
+    real = base.lbfgs
+
+    def interrupted(problem, *args, **kwargs):
+        calls = [0]
+        evaluate = problem.value_and_grad
+
+        def value_and_grad(z, *a):
+            calls[0] += 1
+            if calls[0] == 3:
+                os.kill(os.getpid(), signal.SIGINT)
+            return evaluate(z, *a)
+
+        problem.value_and_grad = value_and_grad
+        return real(problem, *args, **kwargs)
+
+    monkeypatch.setattr(base, "lbfgs", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        est.set_params(max_iter=50).fit(X, y)
+    np.testing.assert_array_equal(est.coef_, coef)
