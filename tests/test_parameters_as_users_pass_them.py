@@ -123,6 +123,15 @@ def test_ctrl_c_during_a_parser_fit_is_a_keyboard_interrupt(n_jobs, monkeypatch)
         return real(problem, *args, **kwargs)
 
     monkeypatch.setattr(base, "lbfgs", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        est.set_params(max_iter=50).fit(X, y)
+    # Python's own SIGINT handler (another library in the same process,
+    # e.g. a dask cluster of an earlier test, may have installed its own)
+    # and SIGINT not blocked in this thread (a library may have blocked it)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            est.set_params(max_iter=50).fit(X, y)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        signal.signal(signal.SIGINT, old)
     np.testing.assert_array_equal(est.coef_, coef)
