@@ -6,7 +6,7 @@ structures, losses and kernels it needs (``python -X importtime -c "import
 structlearn"``).
 """
 
-import importlib
+from .._lazy_exports import lazy_exports
 
 _WHERE = {"LabelRanker": "ranking", "OrdinalRegressor": "ordinal",
           "MultiLabelClassifier": "multilabel", "SequenceTagger": "sequence",
@@ -16,13 +16,4 @@ __all__ = ["LabelRanker", "OrdinalRegressor", "MultiLabelClassifier", "SequenceT
            "SegmentTagger", "DependencyParser"]
 
 
-def __getattr__(name):
-    if name in _WHERE:
-        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, __all__)

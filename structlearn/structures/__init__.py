@@ -4,7 +4,7 @@ The structures are imported on first access (PEP 562): a task loads only
 its own structure's kernels.
 """
 
-import importlib
+from .._lazy_exports import lazy_exports
 
 _WHERE = {"Structure": "base", "IntractableError": "base", "UnitCube": "cube",
           "Knapsack": "cube", "OrderSimplex": "order", "Permutahedron": "ranking",
@@ -14,13 +14,4 @@ __all__ = ["Structure", "IntractableError", "UnitCube", "Knapsack",
            "OrderSimplex", "Permutahedron", "Birkhoff", "Chain", "Tree", "Segments"]
 
 
-def __getattr__(name):
-    if name in _WHERE:
-        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, __all__)
