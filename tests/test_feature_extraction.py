@@ -130,13 +130,13 @@ def test_list_same_as_string_value_and_repeats_sum():
 
 
 @pytest.mark.parametrize("X, where", [
-    ([[{"k": "a", "k=a": 2.0}]], r"key 'k' with value 'a' \(first at sequence 0, position 0\)"
-     r" and key 'k=a' with value a number \(first at sequence 0, position 0\)"),
+    ([[{"k": "a", "k=a": 2.0}]], r"key 'k' with value 'a' \(first at sequence 0, position 0 \(X\[0\]\[0\]\)\)"
+     r" and key 'k=a' with value a number \(first at sequence 0, position 0 \(X\[0\]\[0\]\)\)"),
     ([[{"w": "x"}], [{"z": 1.0}, {"a": "b=c"}], [{"a=b": "c"}]],
-     r"'a=b=c': key 'a' with value 'b=c' \(first at sequence 1, position 1\) and key "
-     r"'a=b' with value 'c' \(first at sequence 2, position 0\)"),
+     r"'a=b=c': key 'a' with value 'b=c' \(first at sequence 1, position 1 \(X\[1\]\[1\]\)\) and key "
+     r"'a=b' with value 'c' \(first at sequence 2, position 0 \(X\[2\]\[0\]\)\)"),
     ([[{"a": ["x", "b=c"]}, {"a=b": ["c"]}]],
-     r"key 'a' with value 'b=c' \(first at sequence 0, position 0\)"),
+     r"key 'a' with value 'b=c' \(first at sequence 0, position 0 \(X\[0\]\[0\]\)\)"),
 ])
 def test_same_name_from_two_keys_is_an_error(X, where):
     """Two keys producing one feature name would be one column: two

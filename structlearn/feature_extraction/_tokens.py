@@ -42,7 +42,7 @@ def _first_place(X, key, value):
                 v = tok[key]
                 if type(value) is not str or v == value or \
                         (isinstance(v, (list, tuple, set, frozenset)) and value in v):
-                    return f"sequence {i}, position {t}"
+                    return _where(i, t)
     return "nowhere"
 
 
