@@ -342,7 +342,6 @@ def observed_support(indptr, indices, y, n_features, n_labels):
     return sup_ptr, sup_label
 
 
-@njit(cache=True, nogil=True)
 def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, start,
                          end, bias, tok_off, y, g_rest):
     """CRF losses of a chain batch and their summed gradient, one sequence
@@ -355,8 +354,12 @@ def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, s
     but each sequence's scores and marginals live in one small block that
     stays in cache, instead of batch-sized arrays that go through memory
     three times.  The forward-backward recursions are the chain kernels'
-    own (:func:`~structlearn.kernels.chain._fb_scaled_seq`, with the
-    log-space fallback).
+    own: the scaled ones (:func:`~structlearn.kernels.chain._fb_scaled_seq`)
+    in :func:`_crf_scaled_pass`; a sequence whose score range is too large
+    for them is left out of that pass and computed in log space by
+    :func:`_crf_logspace_pass` -- a second kernel, so that Numba compiles
+    the log-space recursions only for the first data that needs them
+    (about 2 s of a first fit otherwise).
 
     ``wg`` (``2 * n_support``) holds support weight ``s`` at ``2 s``; the
     gradient in it is added at ``2 s + 1``.  Side by side, a weight and its
@@ -369,56 +372,117 @@ def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, s
     is added to ``g_rest``.  Returns the per-sequence losses
     ``max(log Z - s(y), 0)``.
     """
-    n = len(tok_off) - 1
-    K = len(bias)
+    vals = np.empty(len(tok_off) - 1)
+    left = _crf_scaled_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, start,
+                            end, bias, tok_off, y, g_rest, vals)
+    if len(left):
+        _crf_logspace_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, start,
+                           end, bias, tok_off, y, g_rest, vals, left)
+    return vals
+
+
+@njit(cache=True, nogil=True)
+def _crf_blocks(tok_off, trans, start, end):
+    """Work blocks of :func:`chain_crf_value_grad` (scores ``theta``,
+    marginals ``mu``) sized for the longest sequence, with the transition,
+    start and end scores written once: a sequence of length ``L`` has its
+    block at ``base = (Lmax - L) K``, so those scores sit at the same place
+    ``Lmax K`` for every sequence (the scaled recursions reuse their
+    exponentials)."""
+    K = len(start)
     Lmax = max_length(tok_off)
     theta = np.empty(Lmax * K + K * K + 2 * K)
     mu = np.empty(Lmax * K + K * K + 2 * K)
-    work = _fb_scaled_work(Lmax, K)
-    vals = np.empty(n)
-    KK = K * K
-    o_b = KK + 2 * K
-    # a sequence of length L has its block at base = (Lmax - L) K: the
-    # transition, start and end scores then sit at the same place for every
-    # sequence (written once; the scaled recursions reuse their exponentials)
     tr = Lmax * K
     for a in range(K):
         for b in range(K):
             theta[tr + a * K + b] = trans[a, b]
     for k in range(K):
-        theta[tr + KK + k] = start[k]
-        theta[tr + KK + K + k] = end[k]
+        theta[tr + K * K + k] = start[k]
+        theta[tr + K * K + K + k] = end[k]
+    return theta, mu, Lmax
+
+
+@njit(cache=True, nogil=True)
+def _crf_unary_scores(indptr, nz_start, nz_len, data, sup_label, wg, bias, t0, L, theta,
+                      base, tr):
+    """Unary scores of the sequence of ``L`` tokens from row ``t0`` into
+    ``theta[base:tr]``."""
+    K = len(bias)
+    for j in range(base, tr):
+        theta[j] = 0.0
+    for t in range(L):
+        u = base + t * K
+        _add_row_scores(indptr[t0 + t], indptr[t0 + t + 1], nz_start, nz_len, data,
+                        sup_label, wg, np.int64(2), theta, np.uint64(u))
+        for k in range(K):
+            theta[u + k] += bias[k]
+
+
+@njit(cache=True, nogil=True)
+def _crf_add_grad(indptr, nz_start, nz_len, data, sup_label, wg, y, t0, L, K, theta, mu,
+                  base, tr, lz, g_rest):
+    """The loss of one sequence from its log-partition ``lz`` and marginals
+    ``mu``, with its gradient (marginals minus the gold encoding) added to
+    ``wg`` and ``g_rest``."""
+    v = lz - _score_seq(theta, base, L, K, y, t0)
+    _add_encoding(y, t0, L, K, mu, base, -1.0)
+    o_b = K * K + 2 * K
+    for t in range(L):
+        u = base + t * K
+        for k in range(K):
+            g_rest[o_b + k] += mu[u + k]
+        _add_row_grad(indptr[t0 + t], indptr[t0 + t + 1], nz_start, nz_len, data,
+                      sup_label, mu, np.uint64(u), wg, np.int64(2), np.int64(1))
+    for j in range(K * K + 2 * K):
+        g_rest[j] += mu[tr + j]
+    return v if v > 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True)
+def _crf_scaled_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, start, end,
+                     bias, tok_off, y, g_rest, vals):
+    """:func:`chain_crf_value_grad` with the scaled recursions; returns the
+    sequences they cannot compute (left out: no value, no gradient)."""
+    n = len(tok_off) - 1
+    K = len(bias)
+    theta, mu, Lmax = _crf_blocks(tok_off, trans, start, end)
+    work = _fb_scaled_work(Lmax, K)
+    tr = Lmax * K
+    left = np.empty(n, dtype=np.int64)
+    n_left = 0
     for i in range(n):
         t0 = tok_off[i]
         L = tok_off[i + 1] - t0
         base = (Lmax - L) * K
-        # -- unary scores of this sequence
-        for j in range(base, tr):
-            theta[j] = 0.0
-        for t in range(L):
-            u = base + t * K
-            _add_row_scores(indptr[t0 + t], indptr[t0 + t + 1], nz_start, nz_len, data,
-                            sup_label, wg, np.int64(2), theta, np.uint64(u))
-            for k in range(K):
-                theta[u + k] += bias[k]
-        # -- marginals (scaled recursions; log space when they cannot be used)
+        _crf_unary_scores(indptr, nz_start, nz_len, data, sup_label, wg, bias, t0, L,
+                          theta, base, tr)
         ok, lz = _fb_scaled_seq(theta, base, L, K, mu, work)
-        if not ok:
-            lz = _fb_logspace_seq(theta, base, L, K, mu)
-        v = lz - _score_seq(theta, base, L, K, y, t0)
-        vals[i] = v if v > 0.0 else 0.0
-        # -- gradient: marginals minus the gold encoding
-        _add_encoding(y, t0, L, K, mu, base, -1.0)
-        for t in range(L):
-            u = base + t * K
-            for k in range(K):
-                g_rest[o_b + k] += mu[u + k]
-            _add_row_grad(indptr[t0 + t], indptr[t0 + t + 1], nz_start, nz_len, data,
-                          sup_label, mu, np.uint64(u), wg, np.int64(2),
-                          np.int64(1))
-        for j in range(KK + 2 * K):
-            g_rest[j] += mu[tr + j]
-    return vals
+        if ok:
+            vals[i] = _crf_add_grad(indptr, nz_start, nz_len, data, sup_label, wg, y, t0,
+                                    L, K, theta, mu, base, tr, lz, g_rest)
+        else:
+            left[n_left] = i
+            n_left += 1
+    return left[:n_left]
+
+
+@njit(cache=True, nogil=True)
+def _crf_logspace_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, start, end,
+                       bias, tok_off, y, g_rest, vals, seqs):
+    """:func:`chain_crf_value_grad` of the sequences ``seqs`` in log space."""
+    K = len(bias)
+    theta, mu, Lmax = _crf_blocks(tok_off, trans, start, end)
+    tr = Lmax * K
+    for i in seqs:
+        t0 = tok_off[i]
+        L = tok_off[i + 1] - t0
+        base = (Lmax - L) * K
+        _crf_unary_scores(indptr, nz_start, nz_len, data, sup_label, wg, bias, t0, L,
+                          theta, base, tr)
+        lz = _fb_logspace_seq(theta, base, L, K, mu)
+        vals[i] = _crf_add_grad(indptr, nz_start, nz_len, data, sup_label, wg, y, t0, L,
+                                K, theta, mu, base, tr, lz, g_rest)
 
 
 @njit(cache=True, nogil=True)
