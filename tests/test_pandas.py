@@ -186,6 +186,25 @@ def test_unordered_categoricals_and_series_are_sorted_as_arrays():
         assert est.score(X, y) == ref.score(X, labels)
 
 
+def test_string_labels_warn_that_their_order_is_alphabetical():
+    """A user's 'low' < 'medium' < 'high' as plain strings is sorted to
+    high < low < medium: the fit says so (and how to give the order); an
+    ordered categorical, integer labels and two string classes (the order
+    only flips the sign) do not warn."""
+    X, codes, labels = _ordinal_levels()
+    with pytest.warns(UserWarning, match=r"alphabetically: \['high', 'low', 'medium'\].*"
+                                         r"ordered pandas categorical"):
+        OrdinalRegressor().fit(X, labels)
+    with pytest.warns(UserWarning, match="alphabetically"):
+        OrdinalRegressor().fit(X, pd.Series(labels))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        OrdinalRegressor().fit(X, pd.Categorical(labels, categories=LEVELS, ordered=True))
+        OrdinalRegressor().fit(X, codes)
+        two = np.where(codes > 0, "high", "low")
+        OrdinalRegressor().fit(X, two)
+
+
 def test_unused_categories_are_not_classes_and_missing_labels_raise():
     X, _, labels = _ordinal_levels()
     dtype = pd.CategoricalDtype(["none", "low", "medium", "high", "extreme"],

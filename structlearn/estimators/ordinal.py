@@ -1,5 +1,7 @@
 """Ordinal regression."""
 
+import warnings
+
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
@@ -70,15 +72,27 @@ def _categorical_classes(y, categories):
 
 def _sorted_classes(y):
     """``(classes, y_idx)``: the distinct labels of ``y`` sorted, and the
-    position of every label among them."""
+    position of every label among them.
+
+    String labels are sorted alphabetically, which is rarely their order
+    (``'high' < 'low' < 'medium'``): that fit warns, naming the order it
+    uses and how to give another (an ordered pandas categorical)."""
     try:
-        return np.unique(y, return_inverse=True)
+        classes, y_idx = np.unique(y, return_inverse=True)
     except TypeError as exc:
         first = type(y[0])
         i = next((i for i, v in enumerate(y) if type(v) is not first), 0)
         raise ValueError(f"ordinal labels must be sortable: y[0] is "
                          f"{first.__name__} but y[{i}] = {y[i]!r} is "
                          f"{type(y[i]).__name__} ({exc}).") from exc
+    if len(classes) > 2 and all(isinstance(c, str) for c in classes.tolist()):
+        shown = classes.tolist() if len(classes) <= 8 else classes[:8].tolist() + ["..."]
+        warnings.warn(f"OrdinalRegressor orders string labels alphabetically: {shown}. "
+                      f"If that is not their order, pass y as an ordered pandas "
+                      f"categorical (pd.Categorical(y, categories=[lowest, ..., "
+                      f"highest], ordered=True)) or as integers.", UserWarning,
+                      stacklevel=4)
+    return classes, y_idx
 
 
 class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
