@@ -113,9 +113,27 @@ def download(url, dest, expected_sha256, timeout=60.0):
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{dest.name}.", suffix=".part", dir=dest.parent
-    )
+    tmp_name, actual = stream_to_temp(url, dest.parent, f".{dest.name}.", timeout)
+    try:
+        if actual != expected_sha256:
+            raise ChecksumError(
+                f"SHA-256 mismatch for the file downloaded from {url}: expected "
+                f"{expected_sha256}, got {actual}. Nothing was written to {dest}."
+            )
+        os.replace(tmp_name, dest)
+    except BaseException:
+        remove_if_exists(tmp_name)
+        raise
+    return dest
+
+
+def stream_to_temp(url, folder, prefix, timeout=60.0):
+    """Stream ``url`` into a new temporary file ``folder/<prefix>*.part``.
+
+    Returns ``(path, sha256 hex digest)``; the caller renames or removes
+    the file (on an error here it is removed).
+    """
+    fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=".part", dir=folder)
     try:
         digest = hashlib.sha256()
         with os.fdopen(fd, "wb") as out, urlopen(url, timeout=timeout) as resp:
@@ -125,20 +143,31 @@ def download(url, dest, expected_sha256, timeout=60.0):
                     break
                 digest.update(block)
                 out.write(block)
-        actual = digest.hexdigest()
-        if actual != expected_sha256:
-            raise ChecksumError(
-                f"SHA-256 mismatch for the file downloaded from {url}: expected "
-                f"{expected_sha256}, got {actual}. Nothing was written to {dest}."
-            )
-        os.replace(tmp_name, dest)
     except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
+        remove_if_exists(tmp_name)
         raise
-    return dest
+    return tmp_name, digest.hexdigest()
+
+
+def write_atomically(dest, data):
+    """Write the bytes ``data`` to ``dest`` through a temporary file in its
+    folder and :func:`os.replace`: ``dest`` is never left partial."""
+    dest = Path(dest)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, dest)
+    except BaseException:
+        remove_if_exists(tmp)
+        raise
+
+
+def remove_if_exists(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def open_text(path, encoding="utf-8"):

@@ -28,8 +28,6 @@ Sources (raw files at pinned commits):
 """
 
 import hashlib
-import os
-import tempfile
 import zipfile
 from urllib.parse import quote
 
@@ -170,15 +168,8 @@ def _download_archive(folder, home, timeout=60.0):
     url, prefix = ARCHIVE_URLS[folder]
     dest_dir = home / folder
     dest_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp_zip = tempfile.mkstemp(prefix=".archive.", suffix=".zip.part",
-                                   dir=dest_dir)
+    tmp_zip, _ = _base.stream_to_temp(url, dest_dir, ".archive.", timeout)
     try:
-        with os.fdopen(fd, "wb") as out, _base.urlopen(url, timeout=timeout) as resp:
-            while True:
-                block = resp.read(1 << 16)
-                if not block:
-                    break
-                out.write(block)
         try:
             archive = zipfile.ZipFile(tmp_zip)
         except zipfile.BadZipFile as exc:
@@ -210,24 +201,9 @@ def _download_archive(folder, home, timeout=60.0):
                     )
                 payloads[dest] = data
         for dest, data in payloads.items():
-            fd2, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part",
-                                        dir=dest.parent)
-            try:
-                with os.fdopen(fd2, "wb") as fh:
-                    fh.write(data)
-                os.replace(tmp, dest)
-            except BaseException:
-                _unlink(tmp)
-                raise
+            _base.write_atomically(dest, data)
     finally:
-        _unlink(tmp_zip)
-
-
-def _unlink(path):
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+        _base.remove_if_exists(tmp_zip)
 
 
 def _check_name(name, choices, what):
