@@ -231,7 +231,7 @@ def main(argv=None):
             kernels = sorted(c["compiled"].items(), key=lambda kv: -kv[1][0])
             if args.kernels and not side:
                 top = ", ".join(f"{k.replace('structlearn.kernels.', '')} {t:.1f}s"
-                                + (f" x{n}" if n > 1 else "") for k, (t, n) in kernels[:12])
+                                + (f" x{n}" if n > 1 else "") for k, (t, n) in kernels[:40])
                 print(f"    compiled (CPU s): {top}", flush=True)
                 notes.append(f"- {name}: {top}")
             if m["recompiled"]:

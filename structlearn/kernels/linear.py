@@ -381,7 +381,7 @@ def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, s
     return vals
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _crf_blocks(tok_off, trans, start, end):
     """Work blocks of :func:`chain_crf_value_grad` (scores ``theta``,
     marginals ``mu``) sized for the longest sequence, with the transition,
@@ -403,7 +403,7 @@ def _crf_blocks(tok_off, trans, start, end):
     return theta, mu, Lmax
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _crf_unary_scores(indptr, nz_start, nz_len, data, sup_label, wg, bias, t0, L, theta,
                       base, tr):
     """Unary scores of the sequence of ``L`` tokens from row ``t0`` into
@@ -419,7 +419,7 @@ def _crf_unary_scores(indptr, nz_start, nz_len, data, sup_label, wg, bias, t0, L
             theta[u + k] += bias[k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _crf_add_grad(indptr, nz_start, nz_len, data, sup_label, wg, y, t0, L, K, theta, mu,
                   base, tr, lz, g_rest):
     """The loss of one sequence from its log-partition ``lz`` and marginals
