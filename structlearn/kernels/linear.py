@@ -344,7 +344,7 @@ def observed_support(indptr, indices, y, n_features, n_labels):
 
 @njit(cache=True, nogil=True)
 def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, start,
-                         end, bias, tok_off, y, g_rest):
+                         end, bias, tok_off, y, g_rest, sw):
     """CRF losses of a chain batch and their summed gradient, one sequence
     at a time.
 
@@ -366,8 +366,10 @@ def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, s
     cost one more cache miss per entry).  On CoNLL-2000 an evaluation
     takes 0.90x the generic path's time (``benchmarks/micro/bench_crf_eval.py``).
     The gradient in ``[transitions (K*K), start (K), end (K), bias (K)]``
-    is added to ``g_rest``.  Returns the per-sequence losses
-    ``max(log Z - s(y), 0)``.
+    is added to ``g_rest``.  ``sw`` holds the sequences' weights: sequence
+    ``i``'s loss and gradient are multiplied by ``sw[i]`` (a sequence of
+    weight 0 is skipped).  Returns the per-sequence weighted losses
+    ``sw[i] max(log Z - s(y), 0)``.
     """
     n = len(tok_off) - 1
     K = len(bias)
@@ -392,6 +394,10 @@ def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, s
         t0 = tok_off[i]
         L = tok_off[i + 1] - t0
         base = (Lmax - L) * K
+        wi = sw[i]
+        if wi == 0.0:
+            vals[i] = 0.0
+            continue
         # -- unary scores of this sequence
         for j in range(base, tr):
             theta[j] = 0.0
@@ -406,9 +412,12 @@ def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, s
         if not ok:
             lz = _fb_logspace_seq(theta, base, L, K, mu)
         v = lz - _score_seq(theta, base, L, K, y, t0)
-        vals[i] = v if v > 0.0 else 0.0
-        # -- gradient: marginals minus the gold encoding
+        vals[i] = wi * v if v > 0.0 else 0.0
+        # -- gradient: marginals minus the gold encoding (times the weight)
         _add_encoding(y, t0, L, K, mu, base, -1.0)
+        if wi != 1.0:
+            for j in range(base, tr + KK + 2 * K):
+                mu[j] *= wi
         for t in range(L):
             u = base + t * K
             for k in range(K):

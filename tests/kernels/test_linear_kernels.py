@@ -604,7 +604,7 @@ def _crf_call(inst, tok_off, y, z, g0=None):
     start, end = z[S + K * K:S + K * K + K].copy(), z[S + K * K + K:S + K * K + 2 * K].copy()
     bias = z[S + K * K + 2 * K:].copy()
     v = chain_crf_value_grad(*inst.args(), inst.sup_label, wg, trans, start, end, bias,
-                             tok_off, y, rest)
+                             tok_off, y, rest, np.ones(len(tok_off) - 1))
     return v, np.concatenate([wg[1::2], rest]), wg
 
 
@@ -703,7 +703,7 @@ def test_chain_crf_mixed_ranges_on_a_row_slice(seed, binary):
                              wg, np.ascontiguousarray(z[S:S + K * K].reshape(K, K)),
                              z[S + K * K:S + K * K + K].copy(),
                              z[S + K * K + K:S + K * K + 2 * K].copy(), z[-K:].copy(),
-                             tok_off, y, rest)
+                             tok_off, y, rest, np.ones(len(tok_off) - 1))
     v_ref, g_ref = _crf_reference(inst, tok_off + first, np.r_[np.zeros(first, int), y], z)
     assert_allclose(v, np.maximum(v_ref, 0.0), rtol=1e-9, atol=1e-6)
     assert_allclose(np.concatenate([wg[1::2], rest]), g_ref, rtol=1e-7, atol=1e-7)
@@ -717,7 +717,8 @@ def test_empty_batches():
     wg = np.zeros(2 * inst.S)
     v = chain_crf_value_grad(inst.indptr[:1], inst.nz_start, inst.nz_len, inst.data,
                              inst.sup_label, wg, np.zeros((K, K)), np.zeros(K), np.zeros(K),
-                             np.zeros(K), tok_off, np.zeros(0, dtype=np.int64), rest)
+                             np.zeros(K), tok_off, np.zeros(0, dtype=np.int64), rest,
+                             np.zeros(0))
     assert v.shape == (0,) and np.all(wg == 0.0) and np.all(rest == 0.0)
     cols, vals, ptr = chain_block_entries(*inst.args(), inst.sup_label, np.zeros(0),
                                           np.zeros(0, dtype=np.int64), tok_off, K, inst.S, True)
