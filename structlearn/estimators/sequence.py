@@ -74,21 +74,24 @@ def _drop_empty(tok_off):
 
 
 def chain_problem(tokens, tok_off, y, n_tags, sup_ptr, sup_label, loss, fit_intercept=True,
-                  n_jobs=None, transitions=True, allowed=None, label_sets=None):
+                  n_jobs=None, transitions=True, allowed=None, label_sets=None,
+                  sample_weight=None):
     """The training problem of a linear-chain model: the generic
     :class:`~structlearn.solvers.RaggedProblem` over the token feature map
     (:class:`~structlearn.feature_maps.TokenFeatureMap`; ``tokens`` a
     :class:`~structlearn.feature_maps.Tokens` or a sparse token matrix)
     and :class:`~structlearn.structures.Chain` structures (restricted by
     ``allowed`` transitions; ``y`` may hold partial-label codes over
-    ``label_sets``, see :meth:`~structlearn.structures.Chain.complete`)."""
+    ``label_sets``, see :meth:`~structlearn.structures.Chain.complete`;
+    ``sample_weight``: one weight per sequence, or None)."""
     if not isinstance(tokens, Tokens):
         tokens = Tokens.from_csr(tokens, sup_ptr)
     fmap = TokenFeatureMap(tokens, tok_off, n_tags, sup_ptr, sup_label, fit_intercept,
                            transitions)
     K = int(n_tags)
     return RaggedProblem(fmap, y, loss, lambda off, warm: Chain(
-        K, off, warm, allowed=allowed, label_sets=label_sets), n_jobs)
+        K, off, warm, allowed=allowed, label_sets=label_sets), n_jobs,
+        sample_weight=sample_weight)
 
 
 class TokenSequenceTags:
@@ -113,6 +116,11 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
     of CRFsuite), a structured perceptron, a structured SVM with margin,
     slack, approximate-slack or PosLearn scaling, or a SparseMAP / projection
     model.
+
+    ``fit`` takes ``sample_weight``, one weight per sequence.  There is no
+    ``class_weight``: a sequence's loss is one joint loss over its tag
+    sequence (the CRF's likelihood, a structured hinge), not a sum of
+    per-token terms, so a per-tag weight has no faithful place in it.
 
     Parameters
     ----------
@@ -293,31 +301,39 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
 
     # ------------------------------------------------------------------ fit
     @interruptible
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the tagger.
 
         Parameters
         ----------
         X : list of sequences of feature dicts, or list of 2-D arrays / sparse matrices
         y : list of label sequences (any hashable labels)
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Non-negative per-sequence weights ``w_i``: the objective is
+            ``sum_i w_i loss_i / sum_i w_i`` plus the penalty, each
+            sequence's loss being its joint structured loss (None: every
+            weight 1).  Integer weights give the model of the sequences
+            repeated that many times, a weight 0 that of the data without
+            the sequence.
 
         Returns
         -------
         self
         """
         if self._check_alpha():
-            return self._fit_auto_alpha(X, y)
+            return self._fit_auto_alpha(X, y, sample_weight)
         t_start = time.perf_counter()
         loss = get_loss(self.loss)
         solver = self._check_params(loss)
         warm = self.warm_start and hasattr(self, "vectorizer_")
         (vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets,
-         allowed) = self._prepare(X, y, loss, warm)
+         allowed, keep) = self._prepare(X, y, loss, warm)
+        sw = self._kept_weights(self._fit_weights(sample_weight, y, len(X)), keep)
         K = len(classes)
         def problem_with(lossobj):
             return chain_problem(tokens, kept_off, y_int, K, sup_ptr, sup_label, lossobj,
                                  self.fit_intercept, self.n_jobs, self.transitions,
-                                 allowed, sets)
+                                 allowed, sets, sample_weight=sw)
 
         problem = problem_with(loss)
         solver = self._dual_when_auto(solver, loss, problem.n_samples)
@@ -430,7 +446,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         d = enc.n_cols
         tokens = checked_tokens(enc, sup_ptr)
         del enc  # the kernels read the supports, not the column indices
-        return vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets, allowed
+        return vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets, allowed, keep
 
     def _check_feasible(self, chain, codes, seqs, keep, allowed, name):
         """A ValueError naming the first sequence whose (partial) labels no
@@ -484,7 +500,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         """
         loss = get_loss(self.loss if loss is None else loss)
         (vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets,
-         allowed) = self._prepare(X, y, loss, warm=False)
+         allowed, _) = self._prepare(X, y, loss, warm=False)
         problem = chain_problem(tokens, kept_off, y_int, len(classes), sup_ptr, sup_label,
                                 loss, self.fit_intercept, self.n_jobs, self.transitions,
                                 allowed, sets)
