@@ -9,14 +9,14 @@ from .._validation import check_sample_weight, check_solution, interruptible
 from ..feature_extraction import TokenVectorizer
 from ..feature_maps import RaggedBatch, SegmentFeatureMap, checked_tokens
 from ..feature_selection import DictRestrictor, SelectionProblem, SequenceArrayRestrictor
-from ..kernels.linear import narrow_ints, observed_support
+from ..kernels.linear import narrow_ints
 from ..losses import get_loss
 from ..solvers import RaggedProblem, n_workers, thread_map
 from ..structures.segments import Segments
 from ._base import StructuredLinearModel
 from ._spans import (SCHEMES, _is_span_list, _segments_to_tags, segment_penalties,
                      targets_to_segments)
-from .sequence import TokenSequenceTags, _drop_empty, _sorted_labels
+from .sequence import TokenSequenceTags, _drop_empty, _sorted_labels, observed_pairs
 
 class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
     """Labelled segmentation by a semi-Markov model, with any structured loss.
@@ -203,8 +203,10 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         loss.check(Segments(K, [0, 1], Mk, **cost))
         keep, kept_off = _drop_empty(enc.tok_off)
         sw = self._kept_weights(sample_weight, keep)
-        sup_ptr, sup_label = observed_support(enc.indptr, enc.indices, codes // 2,
-                                              enc.n_cols, K)
+        tokens = None if sample_weight is None else \
+            np.repeat(sample_weight > 0, np.diff(enc.tok_off))
+        sup_ptr, sup_label = observed_pairs(enc.indptr, enc.indices, codes // 2,
+                                            enc.n_cols, K, tokens)
         sup_label = narrow_ints(sup_label, K)
         fmap = SegmentFeatureMap(checked_tokens(enc, sup_ptr), kept_off, K, Mk, sup_ptr,
                                  sup_label, self.fit_intercept)

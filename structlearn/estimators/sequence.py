@@ -73,6 +73,24 @@ def _drop_empty(tok_off):
     return keep, np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
 
 
+def observed_pairs(indptr, indices, labels, n_features, n_labels, tokens=None):
+    """The observed (feature, label) support of the tokens ``tokens`` (a
+    bool mask; None: all) whose label is known (``labels >= 0``): the
+    pairs of the tokens that take part in the training loss (the weights of
+    the other pairs would only be penalised, or, worse, pushed by the
+    others' marginals, so that a sequence of weight 0 would change the
+    model)."""
+    known = labels >= 0
+    if tokens is not None:
+        known &= tokens
+    if not known.all():
+        lengths = np.diff(indptr)
+        indices = np.ascontiguousarray(indices[np.repeat(known, lengths)])
+        indptr = np.concatenate([[0], np.cumsum(lengths[known])]).astype(np.int64)
+        labels = np.ascontiguousarray(labels[known])
+    return observed_support(indptr, indices, labels, n_features, n_labels)
+
+
 def chain_problem(tokens, tok_off, y, n_tags, sup_ptr, sup_label, loss, fit_intercept=True,
                   n_jobs=None, transitions=True, allowed=None, label_sets=None,
                   sample_weight=None):
@@ -326,9 +344,10 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         loss = get_loss(self.loss)
         solver = self._check_params(loss)
         warm = self.warm_start and hasattr(self, "vectorizer_")
+        sw = self._fit_weights(sample_weight, y, len(X))
         (vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets,
-         allowed, keep) = self._prepare(X, y, loss, warm)
-        sw = self._kept_weights(self._fit_weights(sample_weight, y, len(X)), keep)
+         allowed, keep) = self._prepare(X, y, loss, warm, sw)
+        sw = self._kept_weights(sw, keep)
         K = len(classes)
         def problem_with(lossobj):
             return chain_problem(tokens, kept_off, y_int, K, sup_ptr, sup_label, lossobj,
@@ -404,7 +423,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
                              [s for s in y if len(s)], keep, allowed, "y")
         return y_int, sets, classes, keep, kept_off, allowed
 
-    def _prepare(self, X, y, loss, warm):
+    def _prepare(self, X, y, loss, warm, sample_weight=None):
         """Validated training data: the (fitted) vectorizer, the token
         features, the offsets of the non-empty sequences, the tags, the
         classes and the weight support."""
@@ -440,8 +459,10 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         if warm:
             sup_ptr, sup_label = self._sup_ptr, self._sup_label
         else:
+            live = None if sample_weight is None else \
+                np.repeat(sample_weight > 0, np.diff(tok_off))
             sup_ptr, sup_label = self._make_support(enc.indptr, enc.indices, enc.n_cols,
-                                                    y_int, K)
+                                                    y_int, K, live)
             sup_label = narrow_ints(sup_label, K)
         d = enc.n_cols
         tokens = checked_tokens(enc, sup_ptr)
@@ -557,18 +578,13 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
                              "feature): nothing to learn.")
         return problem
 
-    def _make_support(self, indptr, indices, d, y_int, K):
+    def _make_support(self, indptr, indices, d, y_int, K, tokens=None):
         if self.feature_support == "all":
             sup_ptr = np.arange(0, (d + 1) * K, K, dtype=np.int64)
             sup_label = np.tile(np.arange(K, dtype=np.int64), d)
             return sup_ptr, sup_label
-        known = y_int >= 0
-        if not known.all():  # the pairs of the labelled tokens only
-            lengths = np.diff(indptr)
-            indices = np.ascontiguousarray(indices[np.repeat(known, lengths)])
-            indptr = np.concatenate([[0], np.cumsum(lengths[known])]).astype(np.int64)
-            y_int = np.ascontiguousarray(y_int[known])
-        return observed_support(indptr, indices, y_int, d, K)
+        # the pairs of the labelled tokens of the sequences of positive weight
+        return observed_pairs(indptr, indices, y_int, d, K, tokens)
 
     def _set_model(self, z, problem, vec, classes, sup_ptr, sup_label, d):
         w, trans, start, end, bias = problem.fmap.unpack(z)
