@@ -367,7 +367,7 @@ def test_block_entries_of_the_chain_problem(fit_intercept, binary):
         X = [rng.randn(len(s), 5) * (rng.rand(len(s), 5) < 0.7) for s in y]
     est = SequenceTagger(loss="hinge", fit_intercept=fit_intercept)
     loss = get_loss("hinge")
-    vec, tokens, off, y_int, classes, sup_ptr, sup_label, d, _, _ = est._prepare(
+    vec, tokens, off, y_int, classes, sup_ptr, sup_label, d, _, _, _ = est._prepare(
         X, y, loss, False)
     assert (len(tokens.data) == 0) == binary
     from structlearn.estimators.sequence import chain_problem
