@@ -193,7 +193,7 @@ def check_sample_weight(sample_weight, n_samples):
         raise ValueError("sample_weight must be non-negative.")
     top = w.max(initial=0.0)
     if top <= 0:
-        raise ValueError("sample_weight must have a positive sum.")
+        raise ValueError("sample_weight must have a positive sum (the weights are all zero).")
     if not 1e-150 <= top <= 1e150:
         w = w / top
     return w

@@ -51,6 +51,30 @@ _TARGET_CHECKS = {
         "check_positive_only_tag_during_fit", "check_readonly_memmap_input"],
 }
 
+
+#: the sample-weight checks, which fit on the generic targets too
+_SW_TARGET_CHECKS = [
+    "check_sample_weight_equivalence_on_dense_data",
+    "check_sample_weight_equivalence_on_sparse_data", "check_sample_weights_list",
+    "check_sample_weights_not_an_array", "check_sample_weights_not_overwritten",
+    "check_sample_weights_pandas_series", "check_sample_weights_shape"]
+_TARGET_CHECKS["LabelRanker"] += _SW_TARGET_CHECKS + ["check_all_zero_sample_weights_error"]
+_TARGET_CHECKS["MultiLabelClassifier"] += _SW_TARGET_CHECKS + [
+    "check_classifiers_one_label_sample_weights"]
+
+_SW_FLAT = ("the weighted and the repeated fits minimise the same objective (equal to "
+            "1e-13 with tol=1e-12), but on the check's 15 separable samples of 30 "
+            "features the non-CRF losses vanish and only the penalty alpha/2 ||W||^2 "
+            "(alpha=1e-3) curves the objective: points of equal objective lie up to "
+            "sqrt(2 gap / alpha) apart, ~1e-5 at the precision of float64, not the "
+            "check's rtol=1e-7 (loss='crf' passes; tests/estimators/test_sample_weight.py "
+            "checks the equivalence within the solvers' certificates)")
+_SW_SGD = ("SGD is stochastic: the repeated data are another sequence of steps, so the "
+           "fits agree up to SGD's noise only; solver='bcfw' certifies the optimum")
+_CW_SGD = ("SGD samples the examples uniformly and scales their gradients by their "
+           "weights: the check's class weights 1000 : 1e-4 : 1e-4 make its few "
+           "epochs' steps too uneven to settle; solver='bcfw' passes")
+
 _TARGET_REASON = {
     "LabelRanker": "the targets are rank matrices (a permutation of 1..k per row); the "
                    "generic check fits on class labels or regression targets, which "
@@ -86,7 +110,8 @@ _BOUNDED_CHECKS = [
     "check_classifiers_multilabel_output_format_predict",
     "check_classifiers_multilabel_representation_invariance", "check_estimators_nan_inf",
     "check_estimators_pickle", "check_fit2d_1sample", "check_fit_check_is_fitted",
-    "check_fit_idempotent", "check_n_features_in", "check_pipeline_consistency"]
+    "check_fit_idempotent", "check_n_features_in", "check_pipeline_consistency",
+    "check_all_zero_sample_weights_error"]
 
 _SPARSE_PROBA = ("the projection and SparseMAP losses give sparse marginals: "
                  "predict_proba holds exact zeros (and ones), which the check forbids; "
@@ -123,6 +148,13 @@ def expected_failed_checks(estimator):
     marginals = loss.mean_set(OrderSimplex if name == "OrdinalRegressor" else UnitCube) \
         is not None
     calibrated = marginals and estimator.decoding == "calibrated"
+    if name == "OrdinalRegressor":
+        solver = "sgd" if estimator.solver == "auto" and not loss.smooth else estimator.solver
+        if solver == "sgd":
+            out.update(dict.fromkeys(_SW_TARGET_CHECKS[:2], _SW_SGD))
+            out["check_class_weight_classifiers"] = _CW_SGD
+        elif not loss.gibbs_likelihood:
+            out.update(dict.fromkeys(_SW_TARGET_CHECKS[:2], _SW_FLAT))
     if name == "OrdinalRegressor" and calibrated:
         out.update(dict.fromkeys(["check_classifiers_train", "check_classifiers_classes"],
                                  _CALIBRATED))

@@ -85,7 +85,7 @@ def corner_approx_slack(args, out):
     X, y = conll2000_xy("train")
     X, y = X[:args.n_seq], y[:args.n_seq]
     est = SequenceTagger(loss="hinge")
-    vec, tokens, tok_off, y_int, classes, sup_ptr, sup_label, d, _, _ = \
+    vec, tokens, tok_off, y_int, classes, sup_ptr, sup_label, d, _, _, _ = \
         est._prepare(X, y, CRF(), False)
     K = len(classes)
     losses = {"hinge": Hinge("margin"), "approx-slack": Hinge("approx-slack"),

@@ -48,7 +48,7 @@ def main(argv=None):
     args = parse_args(ap, argv)
     X, y = conll2000_xy("train")
     est = SequenceTagger(loss="crf")
-    vec, tokens, tok_off, y_int, classes, sup_ptr, sup_label, d, _, _ = \
+    vec, tokens, tok_off, y_int, classes, sup_ptr, sup_label, d, _, _, _ = \
         est._prepare(X, y, CRF(), False)
     K = len(classes)
     rows = []

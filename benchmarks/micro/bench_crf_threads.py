@@ -49,7 +49,7 @@ def main(argv=None):
     if args.n_train:
         X, y = X[:args.n_train], y[:args.n_train]
     est = SequenceTagger(loss="crf")
-    vec, tokens, tok_off, y_int, classes, sup_ptr, sup_label, d, _, _ = \
+    vec, tokens, tok_off, y_int, classes, sup_ptr, sup_label, d, _, _, _ = \
         est._prepare(X, y, CRF(), False)
     K = len(classes)
     probs = {nj: chain_problem(tokens, tok_off, y_int, K, sup_ptr, sup_label, CRF(), True, nj)

@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_matrix, check_solution, interruptible
+from .._validation import check_matrix, check_sample_weight, check_solution, interruptible
 from ..feature_selection import ArrayRestrictor, SelectionProblem
 from ..losses import Perceptron, get_loss
 from ..solvers import LinearProblem, bcfw, blas_threads, cutting_plane, lbfgs, owlqn, sgd
@@ -160,9 +160,13 @@ class StructuredLinearModel(BaseEstimator):
     _auto_folds = 3
 
     # ------------------------------------------------------- alpha='auto'
-    def _fit_auto_alpha(self, X, y):
+    def _fit_auto_alpha(self, X, y, sample_weight=None):
         """``fit`` with ``alpha='auto'``: the penalty picked by internal
         cross-validation, then the model refitted on all of (X, y).
+
+        With ``sample_weight`` every fold trains with its examples' weights
+        and is scored with the held-out examples' weights (the estimator's
+        ``score(..., sample_weight=...)``).
 
         For every fold (``_auto_folds``, shuffled with ``random_state``;
         stratified by class where every class has enough samples) the
@@ -186,6 +190,9 @@ class StructuredLinearModel(BaseEstimator):
         if n < 2 * self._auto_folds:
             raise ValueError(f"alpha='auto' cross-validates over {self._auto_folds} folds "
                              f"and needs at least {2 * self._auto_folds} samples; got {n}.")
+        if sample_weight is not None:
+            check_sample_weight(sample_weight, n)   # (the error before the folds')
+            sample_weight = np.asarray(sample_weight)
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
         strata = self._auto_strata(y)
@@ -203,17 +210,19 @@ class StructuredLinearModel(BaseEstimator):
                 est.set_params(warm_start=True)
             Xtr, ytr = _safe_indexing(X, tr), _safe_indexing(y, tr)
             Xva, yva = _safe_indexing(X, va), _safe_indexing(y, va)
+            fit_w = {} if sample_weight is None else {"sample_weight": sample_weight[tr]}
+            score_w = {} if sample_weight is None else {"sample_weight": sample_weight[va]}
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 for i, a in enumerate(alphas):
-                    est.set_params(alpha=float(a)).fit(Xtr, ytr)
-                    scores[i, f] = est.score(Xva, yva)
+                    est.set_params(alpha=float(a)).fit(Xtr, ytr, **fit_w)
+                    scores[i, f] = est.score(Xva, yva, **score_w)
             if self.verbose:
                 print(f"[{type(self).__name__}] alpha='auto': fold {f + 1}/"
                       f"{self._auto_folds} scores " +
                       " ".join(f"{a:.0e}:{v:.4g}" for a, v in zip(alphas, scores[:, f])))
         best = float(alphas[int(np.argmax(scores.mean(axis=1)))])
-        final = clone(self).set_params(alpha=best).fit(X, y)
+        final = clone(self).set_params(alpha=best).fit(X, y, sample_weight=sample_weight)
         # everything succeeded: only now replace the fitted state (the
         # parameters, alpha='auto' included, stay as they are)
         params = self.get_params(deep=False)
@@ -226,6 +235,26 @@ class StructuredLinearModel(BaseEstimator):
         self.cv_alphas_ = alphas
         self.cv_scores_ = scores
         return self
+
+    def _fit_weights(self, sample_weight, y, n_samples):
+        """The example weights of a fit: ``sample_weight`` checked
+        (:func:`structlearn._validation.check_sample_weight`: a ValueError
+        for a wrong length, negative, NaN or infinite weights, or all
+        zeros), times the class weights where the estimator has
+        ``class_weight``; None for None."""
+        return check_sample_weight(sample_weight, n_samples)
+
+    @staticmethod
+    def _kept_weights(w, keep):
+        """The weights of the non-empty sequences ``keep`` (an empty one has
+        no loss); a ValueError when they are all 0."""
+        if w is None:
+            return None
+        w = w[keep]
+        if not w.sum() > 0:
+            raise ValueError("sample_weight is 0 for every non-empty sequence: nothing to "
+                             "learn from.")
+        return w
 
     def _auto_strata(self, y):
         """Class codes to stratify ``alpha='auto'``'s folds by, or None."""
@@ -287,20 +316,26 @@ class StructuredLinearModel(BaseEstimator):
 
     # ------------------------------------------------------------------- fit
     @interruptible
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : targets, see the class docstring.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative example weights ``w_i``: the objective is ``sum_i
+            w_i loss_i / sum_i w_i + alpha/2 ||W||^2`` (None: every weight
+            1, the mean loss).  Integer weights give the model of the
+            examples repeated that many times, a weight 0 that of the data
+            without the example, and scaling all weights changes nothing.
 
         Returns
         -------
         self
         """
         if self._check_alpha():
-            return self._fit_auto_alpha(X, y)
+            return self._fit_auto_alpha(X, y, sample_weight)
         t_start = time.perf_counter()
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
@@ -310,6 +345,7 @@ class StructuredLinearModel(BaseEstimator):
         y_int, structure, extra = self._prepare_targets(y, n_samples=X.shape[0])
         loss.check(structure)
         solver = self._check_params(loss)
+        sw = self._fit_weights(sample_weight, y, X.shape[0])
         tie = self._weight_tying(structure)
         # Everything is validated: only now touch the estimator's state.
         p, d = structure.n_parts, X.shape[1]
@@ -317,7 +353,7 @@ class StructuredLinearModel(BaseEstimator):
         warm = (self.warm_start and hasattr(self, "coef_")
                 and self.coef_.shape == (q, d) and self.intercept_.shape == (p,))
         problem = LinearProblem(X, y_int, structure, loss, q, self.fit_intercept,
-                                tie=tie, n_jobs=self.n_jobs)
+                                tie=tie, n_jobs=self.n_jobs, sample_weight=sw)
         if warm:
             z0 = problem.pack(self.coef_, self.intercept_)
         else:

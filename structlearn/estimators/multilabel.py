@@ -31,6 +31,13 @@ class MultiLabelClassifier(MultiOutputMixin, ClassifierMixin, StructuredLinearMo
     ``score`` is the subset accuracy, as scikit-learn computes it for
     multilabel targets.
 
+    ``fit`` takes ``sample_weight`` (one weight per example).  There is no
+    ``class_weight``: an example's loss is one joint loss over its whole
+    label vector (a CRF or SparseMAP over the cube, with the label-count
+    bounds), not a sum of per-label terms, so a per-label weight has no
+    faithful place in it; weight the examples instead (e.g. with
+    :func:`sklearn.utils.class_weight.compute_sample_weight` of a column).
+
     Parameters
     ----------
     min_labels : int, default=0

@@ -8,7 +8,9 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
-from .._validation import as_target_array
+from sklearn.utils.class_weight import compute_sample_weight
+
+from .._validation import as_target_array, check_sample_weight
 from ..metrics import _ordinal_mae
 from ..losses import get_loss
 from ..structures import OrderSimplex
@@ -146,6 +148,16 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
         ``loss='crf'`` here is the likelihood of one distribution over the
         ``k`` classes (the Gibbs distribution on the order simplex), so the
         fitted probabilities differ on the same rows.
+    class_weight : dict, 'balanced' or None, default=None
+        Weights of the classes, as in scikit-learn: a dict ``{class:
+        weight}`` (classes absent from it weigh 1), or ``'balanced'``,
+        ``n_samples / (n_classes * count(class))`` from the training labels
+        (:func:`sklearn.utils.class_weight.compute_sample_weight`).  An
+        example's weight is its class's weight times its ``sample_weight``
+        in ``fit`` (the balanced weights count the examples, not their
+        sample weights, as scikit-learn's classifiers do).  With imbalanced
+        classes, 'balanced' trades some mean absolute error for a lower
+        error on the rare classes (docs/benchmarks.rst, "Class weights").
 
     Attributes
     ----------
@@ -164,13 +176,32 @@ class OrdinalRegressor(ClassifierMixin, StructuredLinearModel):
     def __init__(self, loss="projection", alpha=1e-3, fit_intercept=True, solver="auto",
                  max_iter=None, tol=None, decoding="calibrated", random_state=None,
                  n_jobs=None, verbose=0, warm_start=False, shared_weights=False,
-                 l1_ratio=0.0):
+                 l1_ratio=0.0, class_weight=None):
         super().__init__(loss=loss, alpha=alpha, fit_intercept=fit_intercept,
                          solver=solver, max_iter=max_iter, tol=tol, decoding=decoding,
                          random_state=random_state, n_jobs=n_jobs, verbose=verbose,
                          warm_start=warm_start)
         self.l1_ratio = l1_ratio
         self.shared_weights = shared_weights
+        self.class_weight = class_weight
+
+    def _fit_weights(self, sample_weight, y, n_samples):
+        """``sample_weight`` times the weights of ``class_weight``."""
+        w = check_sample_weight(sample_weight, n_samples)
+        cw = self.class_weight
+        if cw is None:
+            return w
+        if not (isinstance(cw, dict) or (isinstance(cw, str) and cw == "balanced")):
+            raise ValueError(f"class_weight must be None, 'balanced' or a dict "
+                             f"{{class: weight}}, got {cw!r}.")
+        y = _check_ordinal_labels(y, n_samples)
+        by_class = compute_sample_weight(cw, y)
+        try:
+            return check_sample_weight(by_class if w is None else w * by_class, n_samples)
+        except ValueError as exc:
+            raise ValueError(f"the weights from class_weight={cw!r}"
+                             + ("" if w is None else " times sample_weight")
+                             + f" are invalid: {exc}") from None
 
     def _weight_tying(self, structure):
         if not isinstance(self.shared_weights, (bool, np.bool_)):

@@ -41,14 +41,15 @@ def _coef_probe(coef):
     return np.concatenate((coef[::step], coef[-1:]))
 
 
-def parser_problem(feature_map, heads, loss, single_root, projective, n_jobs=None):
+def parser_problem(feature_map, heads, loss, single_root, projective, n_jobs=None,
+                   sample_weight=None):
     """The training problem of an arc-factored parser: the generic
     :class:`~structlearn.solvers.RaggedProblem` over the arc feature map
     (:class:`~structlearn.feature_maps.ArcFeatureMap`) and
     :class:`~structlearn.structures.Tree` structures."""
     return RaggedProblem(feature_map, heads, loss,
                          lambda off, warm: Tree(off, single_root, projective, warm),
-                         n_jobs)
+                         n_jobs, sample_weight=sample_weight)
 
 
 def _check_head_lists(y, n_sentences):
@@ -94,6 +95,10 @@ class DependencyParser(StructuredLinearModel):
     the maximum spanning arborescence (Chu-Liu-Edmonds) or, with
     ``projective=True``, Eisner's algorithm; marginals come from the
     matrix-tree theorem (Koo et al. 2007) or inside-outside.
+
+    ``fit`` takes ``sample_weight``, one weight per sentence (the parser's
+    and the labeller's); there is no ``class_weight``: a sentence's loss is
+    one joint loss over its tree.
 
     Parameters
     ----------
@@ -213,7 +218,7 @@ class DependencyParser(StructuredLinearModel):
 
     # ------------------------------------------------------------------ fit
     @interruptible
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the parser (and, for labelled targets, its arc labeller).
 
         Parameters
@@ -226,6 +231,11 @@ class DependencyParser(StructuredLinearModel):
             heads and the labeller on the gold arcs, both with this
             estimator's loss, ``alpha`` and solver.  Every sentence must
             have the same kind of target.
+        sample_weight : array-like of shape (n_sentences,), default=None
+            Non-negative per-sentence weights ``w_i`` (the parser's and
+            the labeller's): the objective is ``sum_i w_i loss_i / sum_i
+            w_i`` plus the penalty (integer weights: the sentences
+            repeated; a weight 0: the sentence removed).
 
         Returns
         -------
@@ -240,19 +250,20 @@ class DependencyParser(StructuredLinearModel):
             fitted estimator is changed then.
         """
         if self._check_alpha():
-            return self._fit_auto_alpha(X, y)
+            return self._fit_auto_alpha(X, y, sample_weight)
         t_start = time.perf_counter()
         loss = get_loss(self.loss)
         solver = self._check_params(loss)
         check_sentences(X)
         y, deprels = split_targets(y, len(X))
+        sw = self._fit_weights(sample_weight, y, len(X))
         warm = self.warm_start and hasattr(self, "vectorizer_")
         labeller = label_time = None
         if deprels is not None:
             self._check_parser_params()
             _check_heads_input(X, y, self.single_root, deprels)
             t_label = time.perf_counter()
-            labeller = self._fit_labeller(X, y, deprels, loss, warm)
+            labeller = self._fit_labeller(X, y, deprels, loss, warm, sw)
             label_time = time.perf_counter() - t_label
         heads, word_off, vec, cache = self._prepare(X, y, loss, warm)
         if self.verbose:
@@ -262,7 +273,7 @@ class DependencyParser(StructuredLinearModel):
         # Everything is validated: only now touch the estimator's state.
         def problem_with(lossobj):
             return parser_problem(cache, heads, lossobj, self.single_root, self.projective,
-                                  self.n_jobs)
+                                  self.n_jobs, sample_weight=sw)
 
         problem = problem_with(loss)
         solver = self._dual_when_auto(solver, loss, problem.n_samples)
@@ -300,7 +311,7 @@ class DependencyParser(StructuredLinearModel):
             return loss.local_analogue(), False
         return (self.loss if isinstance(self.loss, str) else loss), True
 
-    def _fit_labeller(self, X, heads, deprels, loss, warm):
+    def _fit_labeller(self, X, heads, deprels, loss, warm, sample_weight=None):
         """The second stage: a SequenceTagger over each sentence's words
         labelling the gold arcs, trained with the parser's loss and
         hyper-parameters (a new tagger, or the fitted one when warm)."""
@@ -313,7 +324,7 @@ class DependencyParser(StructuredLinearModel):
             max_iter=self.max_iter, tol=self.tol, decoding=self.decoding,
             random_state=self.random_state, n_jobs=self.n_jobs, verbose=self.verbose,
             warm_start=self.warm_start)
-        return tagger.fit(label_features(X, heads), deprels)
+        return tagger.fit(label_features(X, heads), deprels, sample_weight=sample_weight)
 
     def _prepare(self, X, y, loss, warm):
         """Validated heads, the (fitted) vectorizer and the arc cache of X."""
@@ -499,7 +510,7 @@ class DependencyParser(StructuredLinearModel):
             out.append(sorted(trees, key=lambda p: -p[1]))
         return out
 
-    def score(self, X, y):
+    def score(self, X, y, sample_weight=None):
         """Attachment score of the predicted trees: LAS for a labelled
         parser, UAS for an unlabelled one.
 
@@ -509,6 +520,8 @@ class DependencyParser(StructuredLinearModel):
         y : list
             Head arrays (unlabelled parser) or ``(heads, deprels)`` pairs
             (labelled parser).
+        sample_weight : array-like of shape (n_sentences,), default=None
+            Per-sentence weights (each word weighted by its sentence's).
 
         Returns
         -------
@@ -536,5 +549,5 @@ class DependencyParser(StructuredLinearModel):
                              "(heads, deprels) pairs; score it on head arrays.")
         pred = self.predict(X)
         if labelled:
-            return las(list(zip(heads, deprels)), pred)
-        return uas(_check_head_lists(heads, len(pred)), pred)
+            return las(list(zip(heads, deprels)), pred, sample_weight=sample_weight)
+        return uas(_check_head_lists(heads, len(pred)), pred, sample_weight=sample_weight)

@@ -13,6 +13,9 @@ class LabelRanker(StructuredLinearModel):
     label-ranking benchmark data.  ``predict`` returns rank vectors and
     ``score`` the mean Kendall's tau.
 
+    ``fit`` takes ``sample_weight`` (one weight per example); the targets
+    are rankings, which have no classes to weight (no ``class_weight``).
+
     Parameters
     ----------
     polytope : {'permutahedron', 'birkhoff'}, default='permutahedron'

@@ -5,18 +5,18 @@ import time
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_solution, interruptible
+from .._validation import check_sample_weight, check_solution, interruptible
 from ..feature_extraction import TokenVectorizer
 from ..feature_maps import RaggedBatch, SegmentFeatureMap, checked_tokens
 from ..feature_selection import DictRestrictor, SelectionProblem, SequenceArrayRestrictor
-from ..kernels.linear import narrow_ints, observed_support
+from ..kernels.linear import narrow_ints
 from ..losses import get_loss
 from ..solvers import RaggedProblem, n_workers, thread_map
 from ..structures.segments import Segments
 from ._base import StructuredLinearModel
 from ._spans import (SCHEMES, _is_span_list, _segments_to_tags, segment_penalties,
                      targets_to_segments)
-from .sequence import TokenSequenceTags, _drop_empty, _sorted_labels
+from .sequence import TokenSequenceTags, _drop_empty, _sorted_labels, observed_pairs
 
 class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
     """Labelled segmentation by a semi-Markov model, with any structured loss.
@@ -36,6 +36,12 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
     ``[(start, end, label), ...]`` (``end`` exclusive; tokens outside every
     span are ``outside`` segments of one token).  ``predict`` answers in the
     format ``fit`` saw; :meth:`predict_spans` always gives spans.
+
+    ``fit`` takes ``sample_weight``, one weight per sequence.  There is no
+    ``class_weight``: a sequence's loss is one joint loss over its
+    segmentation, not a sum of per-span terms (the span costs
+    ``precision_penalty`` / ``recall_penalty`` are the way to weigh the
+    errors on the labels).
 
     Parameters
     ----------
@@ -127,14 +133,19 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
 
     # ------------------------------------------------------------------ fit
     @interruptible
-    def fit(self, X, y):
-        """Fit the segmenter (see the class docstring for X and y)."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit the segmenter (see the class docstring for X and y).
+
+        ``sample_weight`` (array-like of shape (n_sequences,), default None):
+        non-negative per-sequence weights ``w_i``, the objective ``sum_i w_i
+        loss_i / sum_i w_i`` plus the penalty (integer weights: the
+        sequences repeated; a weight 0: the sequence removed)."""
         if self._check_alpha():
-            return self._fit_auto_alpha(X, y)
+            return self._fit_auto_alpha(X, y, sample_weight)
         t_start = time.perf_counter()
         loss = get_loss(self.loss)
         solver = self._check_params(loss)
-        d = self._prepare(X, y, loss)
+        d = self._prepare(X, y, loss, self._fit_weights(sample_weight, y, len(X)))
         problem = d["problem_with"](loss)
         solver = self._dual_when_auto(solver, loss, problem.n_samples)
         z0 = self._initial_point(problem, loss, Segments, None, d["problem_with"], solver)
@@ -159,7 +170,7 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         self._record_fit(loss, solver, n_iter, obj, t_start)
         return self
 
-    def _prepare(self, X, y, loss):
+    def _prepare(self, X, y, loss, sample_weight=None):
         """Checked targets, vectorised tokens, the feature map and a
         ``problem_with(loss)`` builder (nothing of the estimator is set)."""
         if y is None:
@@ -190,9 +201,12 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         cost = segment_penalties(self.precision_penalty, self.recall_penalty,
                                  self.mismatch_penalty, classes)
         loss.check(Segments(K, [0, 1], Mk, **cost))
-        _, kept_off = _drop_empty(enc.tok_off)
-        sup_ptr, sup_label = observed_support(enc.indptr, enc.indices, codes // 2,
-                                              enc.n_cols, K)
+        keep, kept_off = _drop_empty(enc.tok_off)
+        sw = self._kept_weights(sample_weight, keep)
+        tokens = None if sample_weight is None else \
+            np.repeat(sample_weight > 0, np.diff(enc.tok_off))
+        sup_ptr, sup_label = observed_pairs(enc.indptr, enc.indices, codes // 2,
+                                            enc.n_cols, K, tokens)
         sup_label = narrow_ints(sup_label, K)
         fmap = SegmentFeatureMap(checked_tokens(enc, sup_ptr), kept_off, K, Mk, sup_ptr,
                                  sup_label, self.fit_intercept)
@@ -200,7 +214,7 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         def problem_with(lossobj):
             return RaggedProblem(fmap, codes, lossobj,
                                  lambda off, warm: Segments(K, off, Mk, warm_cache=warm, **cost),
-                                 self.n_jobs)
+                                 self.n_jobs, sample_weight=sw)
 
         return dict(vec=vec, n_cols=enc.n_cols, segs=segs, classes=classes, Mk=Mk, codes=codes,
                     kept_off=kept_off, sup_ptr=sup_ptr, sup_label=sup_label, scheme=scheme,
@@ -320,15 +334,24 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
             return self.predict_spans(X)
         return [_segments_to_tags(segs, self.scheme_) for segs in self._decode(X)]
 
-    def score(self, X, y):
-        """Span F1 of the predictions (exact span and label matches)."""
+    def score(self, X, y, sample_weight=None):
+        """Span F1 of the predictions (exact span and label matches); with
+        ``sample_weight`` (one per sequence) every span counts with its
+        sequence's weight."""
         check_is_fitted(self, "_z")
         lengths = [len(x) for x in X]
+        w = check_sample_weight(sample_weight, len(lengths))
         gold = self._segments(y, lengths, self.scheme_)
         gold = {(i, s, e, lab) for i, seq in enumerate(gold) for s, e, lab, c in seq if c}
         pred = {(i, s, e, lab) for i, seq in enumerate(self.predict_spans(X))
                 for s, e, lab in seq}
+        if w is not None:
+            gold = {g for g in gold if w[g[0]] > 0}
+            pred = {p for p in pred if w[p[0]] > 0}
         if not gold and not pred:
             return 1.0
-        tp = len(gold & pred)
-        return 2.0 * tp / (len(gold) + len(pred))
+
+        def total(spans):
+            return float(len(spans)) if w is None else float(sum(w[t[0]] for t in spans))
+
+        return 2.0 * total(gold & pred) / (total(gold) + total(pred))

@@ -73,22 +73,43 @@ def _drop_empty(tok_off):
     return keep, np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
 
 
+def observed_pairs(indptr, indices, labels, n_features, n_labels, tokens=None):
+    """The observed (feature, label) support of the tokens ``tokens`` (a
+    bool mask; None: all) whose label is known (``labels >= 0``): the
+    pairs of the tokens that take part in the training loss (the weights of
+    the other pairs would only be penalised, or, worse, pushed by the
+    others' marginals, so that a sequence of weight 0 would change the
+    model)."""
+    known = labels >= 0
+    if tokens is not None:
+        known &= tokens
+    if not known.all():
+        lengths = np.diff(indptr)
+        indices = np.ascontiguousarray(indices[np.repeat(known, lengths)])
+        indptr = np.concatenate([[0], np.cumsum(lengths[known])]).astype(np.int64)
+        labels = np.ascontiguousarray(labels[known])
+    return observed_support(indptr, indices, labels, n_features, n_labels)
+
+
 def chain_problem(tokens, tok_off, y, n_tags, sup_ptr, sup_label, loss, fit_intercept=True,
-                  n_jobs=None, transitions=True, allowed=None, label_sets=None):
+                  n_jobs=None, transitions=True, allowed=None, label_sets=None,
+                  sample_weight=None):
     """The training problem of a linear-chain model: the generic
     :class:`~structlearn.solvers.RaggedProblem` over the token feature map
     (:class:`~structlearn.feature_maps.TokenFeatureMap`; ``tokens`` a
     :class:`~structlearn.feature_maps.Tokens` or a sparse token matrix)
     and :class:`~structlearn.structures.Chain` structures (restricted by
     ``allowed`` transitions; ``y`` may hold partial-label codes over
-    ``label_sets``, see :meth:`~structlearn.structures.Chain.complete`)."""
+    ``label_sets``, see :meth:`~structlearn.structures.Chain.complete`;
+    ``sample_weight``: one weight per sequence, or None)."""
     if not isinstance(tokens, Tokens):
         tokens = Tokens.from_csr(tokens, sup_ptr)
     fmap = TokenFeatureMap(tokens, tok_off, n_tags, sup_ptr, sup_label, fit_intercept,
                            transitions)
     K = int(n_tags)
     return RaggedProblem(fmap, y, loss, lambda off, warm: Chain(
-        K, off, warm, allowed=allowed, label_sets=label_sets), n_jobs)
+        K, off, warm, allowed=allowed, label_sets=label_sets), n_jobs,
+        sample_weight=sample_weight)
 
 
 class TokenSequenceTags:
@@ -113,6 +134,11 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
     of CRFsuite), a structured perceptron, a structured SVM with margin,
     slack, approximate-slack or PosLearn scaling, or a SparseMAP / projection
     model.
+
+    ``fit`` takes ``sample_weight``, one weight per sequence.  There is no
+    ``class_weight``: a sequence's loss is one joint loss over its tag
+    sequence (the CRF's likelihood, a structured hinge), not a sum of
+    per-token terms, so a per-tag weight has no faithful place in it.
 
     Parameters
     ----------
@@ -293,31 +319,40 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
 
     # ------------------------------------------------------------------ fit
     @interruptible
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the tagger.
 
         Parameters
         ----------
         X : list of sequences of feature dicts, or list of 2-D arrays / sparse matrices
         y : list of label sequences (any hashable labels)
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Non-negative per-sequence weights ``w_i``: the objective is
+            ``sum_i w_i loss_i / sum_i w_i`` plus the penalty, each
+            sequence's loss being its joint structured loss (None: every
+            weight 1).  Integer weights give the model of the sequences
+            repeated that many times, a weight 0 that of the data without
+            the sequence.
 
         Returns
         -------
         self
         """
         if self._check_alpha():
-            return self._fit_auto_alpha(X, y)
+            return self._fit_auto_alpha(X, y, sample_weight)
         t_start = time.perf_counter()
         loss = get_loss(self.loss)
         solver = self._check_params(loss)
         warm = self.warm_start and hasattr(self, "vectorizer_")
+        sw = self._fit_weights(sample_weight, y, len(X))
         (vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets,
-         allowed) = self._prepare(X, y, loss, warm)
+         allowed, keep) = self._prepare(X, y, loss, warm, sw)
+        sw = self._kept_weights(sw, keep)
         K = len(classes)
         def problem_with(lossobj):
             return chain_problem(tokens, kept_off, y_int, K, sup_ptr, sup_label, lossobj,
                                  self.fit_intercept, self.n_jobs, self.transitions,
-                                 allowed, sets)
+                                 allowed, sets, sample_weight=sw)
 
         problem = problem_with(loss)
         solver = self._dual_when_auto(solver, loss, problem.n_samples)
@@ -388,7 +423,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
                              [s for s in y if len(s)], keep, allowed, "y")
         return y_int, sets, classes, keep, kept_off, allowed
 
-    def _prepare(self, X, y, loss, warm):
+    def _prepare(self, X, y, loss, warm, sample_weight=None):
         """Validated training data: the (fitted) vectorizer, the token
         features, the offsets of the non-empty sequences, the tags, the
         classes and the weight support."""
@@ -424,13 +459,15 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         if warm:
             sup_ptr, sup_label = self._sup_ptr, self._sup_label
         else:
+            live = None if sample_weight is None else \
+                np.repeat(sample_weight > 0, np.diff(tok_off))
             sup_ptr, sup_label = self._make_support(enc.indptr, enc.indices, enc.n_cols,
-                                                    y_int, K)
+                                                    y_int, K, live)
             sup_label = narrow_ints(sup_label, K)
         d = enc.n_cols
         tokens = checked_tokens(enc, sup_ptr)
         del enc  # the kernels read the supports, not the column indices
-        return vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets, allowed
+        return vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets, allowed, keep
 
     def _check_feasible(self, chain, codes, seqs, keep, allowed, name):
         """A ValueError naming the first sequence whose (partial) labels no
@@ -484,7 +521,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         """
         loss = get_loss(self.loss if loss is None else loss)
         (vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets,
-         allowed) = self._prepare(X, y, loss, warm=False)
+         allowed, _) = self._prepare(X, y, loss, warm=False)
         problem = chain_problem(tokens, kept_off, y_int, len(classes), sup_ptr, sup_label,
                                 loss, self.fit_intercept, self.n_jobs, self.transitions,
                                 allowed, sets)
@@ -541,18 +578,13 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
                              "feature): nothing to learn.")
         return problem
 
-    def _make_support(self, indptr, indices, d, y_int, K):
+    def _make_support(self, indptr, indices, d, y_int, K, tokens=None):
         if self.feature_support == "all":
             sup_ptr = np.arange(0, (d + 1) * K, K, dtype=np.int64)
             sup_label = np.tile(np.arange(K, dtype=np.int64), d)
             return sup_ptr, sup_label
-        known = y_int >= 0
-        if not known.all():  # the pairs of the labelled tokens only
-            lengths = np.diff(indptr)
-            indices = np.ascontiguousarray(indices[np.repeat(known, lengths)])
-            indptr = np.concatenate([[0], np.cumsum(lengths[known])]).astype(np.int64)
-            y_int = np.ascontiguousarray(y_int[known])
-        return observed_support(indptr, indices, y_int, d, K)
+        # the pairs of the labelled tokens of the sequences of positive weight
+        return observed_pairs(indptr, indices, y_int, d, K, tokens)
 
     def _set_model(self, z, problem, vec, classes, sup_ptr, sup_label, d):
         w, trans, start, end, bias = problem.fmap.unpack(z)

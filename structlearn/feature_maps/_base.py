@@ -10,17 +10,22 @@ class RaggedBatch:
 
     ``data`` is the feature map's handle on the examples' features,
     ``pos_off`` the offsets (from 0) of their positions, ``y`` their flat
-    targets (one per position) and ``structure`` the structure bound to the
-    batch.
+    targets (one per position), ``structure`` the structure bound to the
+    batch, ``sample_weight`` the examples' weights (None: all 1; see
+    :class:`structlearn.solvers.RaggedProblem`) and ``block_sizes`` the
+    sizes of their score blocks (the feature map's ``part_sizes``; only
+    with weights).
     """
 
-    __slots__ = ("data", "pos_off", "y", "structure")
+    __slots__ = ("data", "pos_off", "y", "structure", "sample_weight", "block_sizes")
 
-    def __init__(self, data, pos_off, y, structure):
+    def __init__(self, data, pos_off, y, structure, sample_weight=None, block_sizes=None):
         self.data = data
         self.pos_off = np.ascontiguousarray(pos_off, dtype=np.int64)
         self.y = y
         self.structure = structure
+        self.sample_weight = sample_weight
+        self.block_sizes = block_sizes
 
 
 @runtime_checkable

@@ -248,7 +248,8 @@ class TokenFeatureMap(TokenBatches):
         offsets of transition constraints
         (:meth:`structlearn.structures.Chain.transition_penalties`), added
         to the weights' scores (the gradient is unchanged: forbidden parts
-        have zero marginals and never occur in the targets)."""
+        have zero marginals and never occur in the targets).  The batches'
+        ``sample_weight`` weight their sequences' losses and gradients."""
         w, trans, start, end, bias = self.unpack(z)
         if penalties is not None:
             trans, start, end = (a + p for a, p in zip((trans, start, end), penalties))
@@ -262,9 +263,12 @@ class TokenFeatureMap(TokenBatches):
         for batch in batches:
             rows = batch.data
             tk = rows.tokens
+            sw = batch.sample_weight
+            sw = np.ones(len(batch.pos_off) - 1) if sw is None else \
+                np.ascontiguousarray(sw, dtype=np.float64)
             vals.append(chain_crf_value_grad(rows.indptr, tk.nz_start, tk.nz_len, tk.data,
                                              self.sup_label, wg, trans, start, end, bias,
-                                             batch.pos_off, batch.y, rest))
+                                             batch.pos_off, batch.y, rest, sw))
         g = np.empty(self.n_params)
         g[:S] = wg[1::2]
         g[S:] = rest[:self.n_params - S]  # without an intercept, no bias entries

@@ -192,7 +192,7 @@ def gram_blocks(xptr, qspan, qe, qcols, qvals, pspan, pids, ploc, pvals, acc, nu
 
 @njit(cache=True, nogil=True)
 def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qspan, qe, qcols,
-                      qvals, pspan, pids, ploc, pvals, c, beta, acc, qq, nu, lam, n, step0,
+                      qvals, pspan, pids, ploc, pvals, c, beta, acc, qq, nu, lam, nw, step0,
                       max_inner, gaps, d_ell, track_avg=True):
     """Exact block steps over each block's working set, one block after another.
 
@@ -204,6 +204,11 @@ def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qsp
 
         f(beta) = 1/n sum_v beta_v (c_v + Q_vv / 2) - beta^T Q beta / (2n) - lam/2 ||w||^2,
         w = w_rest - 1/(lam n) sum_v beta_v g_v,
+
+    with ``n = nw[i]``: the example's share of the objective is ``1 / nw[i]``
+    (``nw[i] = n / w_i`` for example weights ``w`` of mean 1; the number of
+    examples without weights; ``inf`` for a weight 0: the block is skipped,
+    its gap and offset change 0),
 
     where ``Q`` is the Gram matrix of the slopes restricted to the
     example's first ``nu[i]`` parts (the parts a quadratic loss such as
@@ -246,9 +251,14 @@ def working_set_steps(z, avg, ex, xlo, xhi, extra, kdone, kpool, kptr, kdim, qsp
     th = np.empty(most_q)            # the scores of the example's parts
     dm = np.zeros(most_q)            # the change of its m_i, in part space
     sp = np.zeros(most_q)            # scratch of _quad_column
-    scale = lam * n
     for j in range(len(ex)):
         i = ex[j]
+        n = nw[i]
+        if not n < np.inf:      # a weight 0: no share of the objective
+            gaps[j] = 0.0
+            d_ell[j] = 0.0
+            continue
+        scale = lam * n
         m = _block_vertices(i, xlo, xhi, extra, vid)
         k0, D = kptr[i], kdim[i]
         q0, q1 = qspan[i, 0], qspan[i, 1]

@@ -343,7 +343,7 @@ def observed_support(indptr, indices, y, n_features, n_labels):
 
 
 def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, start,
-                         end, bias, tok_off, y, g_rest):
+                         end, bias, tok_off, y, g_rest, sw):
     """CRF losses of a chain batch and their summed gradient, one sequence
     at a time.
 
@@ -369,15 +369,17 @@ def chain_crf_value_grad(indptr, nz_start, nz_len, data, sup_label, wg, trans, s
     cost one more cache miss per entry).  On CoNLL-2000 an evaluation
     takes 0.90x the generic path's time (``benchmarks/micro/bench_crf_eval.py``).
     The gradient in ``[transitions (K*K), start (K), end (K), bias (K)]``
-    is added to ``g_rest``.  Returns the per-sequence losses
-    ``max(log Z - s(y), 0)``.
+    is added to ``g_rest``.  ``sw`` holds the sequences' weights: sequence
+    ``i``'s loss and gradient are multiplied by ``sw[i]`` (a sequence of
+    weight 0 is skipped).  Returns the per-sequence weighted losses
+    ``sw[i] max(log Z - s(y), 0)``.
     """
     vals = np.empty(len(tok_off) - 1)
     left = _crf_scaled_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, start,
-                            end, bias, tok_off, y, g_rest, vals)
+                            end, bias, tok_off, y, g_rest, sw, vals)
     if len(left):
         _crf_logspace_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, start,
-                           end, bias, tok_off, y, g_rest, vals, left)
+                           end, bias, tok_off, y, g_rest, sw, vals, left)
     return vals
 
 
@@ -421,12 +423,15 @@ def _crf_unary_scores(indptr, nz_start, nz_len, data, sup_label, wg, bias, t0, L
 
 @njit(cache=True, nogil=True, inline="always")
 def _crf_add_grad(indptr, nz_start, nz_len, data, sup_label, wg, y, t0, L, K, theta, mu,
-                  base, tr, lz, g_rest):
-    """The loss of one sequence from its log-partition ``lz`` and marginals
-    ``mu``, with its gradient (marginals minus the gold encoding) added to
-    ``wg`` and ``g_rest``."""
+                  base, tr, lz, g_rest, wi):
+    """The loss of one sequence of weight ``wi`` from its log-partition
+    ``lz`` and marginals ``mu``, with its gradient (marginals minus the gold
+    encoding, times ``wi``) added to ``wg`` and ``g_rest``."""
     v = lz - _score_seq(theta, base, L, K, y, t0)
     _add_encoding(y, t0, L, K, mu, base, -1.0)
+    if wi != 1.0:
+        for j in range(base, tr + K * K + 2 * K):
+            mu[j] *= wi
     o_b = K * K + 2 * K
     for t in range(L):
         u = base + t * K
@@ -436,12 +441,12 @@ def _crf_add_grad(indptr, nz_start, nz_len, data, sup_label, wg, y, t0, L, K, th
                       sup_label, mu, np.uint64(u), wg, np.int64(2), np.int64(1))
     for j in range(K * K + 2 * K):
         g_rest[j] += mu[tr + j]
-    return v if v > 0.0 else 0.0
+    return wi * v if v > 0.0 else 0.0
 
 
 @njit(cache=True, nogil=True)
 def _crf_scaled_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, start, end,
-                     bias, tok_off, y, g_rest, vals):
+                     bias, tok_off, y, g_rest, sw, vals):
     """:func:`chain_crf_value_grad` with the scaled recursions; returns the
     sequences they cannot compute (left out: no value, no gradient)."""
     n = len(tok_off) - 1
@@ -455,12 +460,15 @@ def _crf_scaled_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, start
         t0 = tok_off[i]
         L = tok_off[i + 1] - t0
         base = (Lmax - L) * K
+        if sw[i] == 0.0:
+            vals[i] = 0.0
+            continue
         _crf_unary_scores(indptr, nz_start, nz_len, data, sup_label, wg, bias, t0, L,
                           theta, base, tr)
         ok, lz = _fb_scaled_seq(theta, base, L, K, mu, work)
         if ok:
             vals[i] = _crf_add_grad(indptr, nz_start, nz_len, data, sup_label, wg, y, t0,
-                                    L, K, theta, mu, base, tr, lz, g_rest)
+                                    L, K, theta, mu, base, tr, lz, g_rest, sw[i])
         else:
             left[n_left] = i
             n_left += 1
@@ -469,7 +477,7 @@ def _crf_scaled_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, start
 
 @njit(cache=True, nogil=True)
 def _crf_logspace_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, start, end,
-                       bias, tok_off, y, g_rest, vals, seqs):
+                       bias, tok_off, y, g_rest, sw, vals, seqs):
     """:func:`chain_crf_value_grad` of the sequences ``seqs`` in log space."""
     K = len(bias)
     theta, mu, Lmax = _crf_blocks(tok_off, trans, start, end)
@@ -482,7 +490,7 @@ def _crf_logspace_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, sta
                           theta, base, tr)
         lz = _fb_logspace_seq(theta, base, L, K, mu)
         vals[i] = _crf_add_grad(indptr, nz_start, nz_len, data, sup_label, wg, y, t0, L,
-                                K, theta, mu, base, tr, lz, g_rest)
+                                K, theta, mu, base, tr, lz, g_rest, sw[i])
 
 
 @njit(cache=True, nogil=True)

@@ -1,4 +1,9 @@
-"""Solvers for ``min_z (1/n) sum_i loss(theta_i(z), y_i) + alpha/2 ||z_P||^2``.
+"""Solvers for ``min_z (1/n) sum_i w_i loss(theta_i(z), y_i) + alpha/2 ||z_P||^2``.
+
+The example weights ``w_i >= 0`` (mean 1; all 1 without ``sample_weight``)
+belong to the problem: ``sum_i w_i loss_i / sum_i w_i`` is the weighted mean
+loss, integer weights are the same objective as repeated examples and a
+weight 0 the same as a removed example (see :mod:`._protocol`).
 
 A solver sees the training problem only through a *problem* object (see
 :class:`LinearProblem`): the parameter vector ``z``, which of its entries are

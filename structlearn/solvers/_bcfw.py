@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 
 from ..kernels.dual import (add_oracle_vertices, add_parts, compact_pool, gram_blocks,
                             part_lists, working_set_steps, working_set_values)
+from ._protocol import example_weights
 from ._sgd import _batches
 
 
@@ -108,6 +109,11 @@ class _Pool:
             xptr, self.qspan, self.qe, self.qcols, self.qvals, self.pspan, self.pids,
             self.ploc, self.pvals, self.acc, self.nu)
         self.kdone = np.ones(n, dtype=np.bool_)
+        # every example's share of the objective is 1 / nw[i] (w_i / n with
+        # the weights of mean 1; inf: a weight 0, no share)
+        w = example_weights(problem)
+        self.nw = np.full(n, np.inf)
+        np.divide(float(n), w, out=self.nw, where=w > 0)
 
     def _columns(self, rep, parts, batch=1024):
         """The columns of ``A_i`` of the parts ``parts`` of examples ``rep``:
@@ -185,33 +191,35 @@ class _Pool:
         return pos, np.repeat(np.arange(nv), lens)
 
     def primal_point(self, lam, n_params):
-        """``z = -1/(lam n) sum_i A_i^T m_i``, ``m_i = sum_v beta_v a_v``
-        (compacted pool)."""
+        """``z = -1/lam sum_i A_i^T m_i / nw_i``, ``m_i = sum_v beta_v a_v``
+        (compacted pool; ``1 / nw_i`` the example's share, ``1/n``
+        unweighted)."""
         n = len(self.xlo)
         nv = int(self.top[0])
         pos, vert = self._entries(self.pspan, nv)
         owner = np.repeat(np.arange(n), self.xhi - self.xlo)[vert]
         slot = self.qspan[owner, 0] + self.ploc[pos]
-        coef = np.bincount(slot, weights=self.beta[vert] * self.pvals[pos],
+        coef = np.bincount(slot, weights=self.beta[vert] * self.pvals[pos] / self.nw[owner],
                            minlength=int(self.top[2]))
         epos, eslot = self._entries(self.qe, int(self.top[2]))
         z = np.zeros(n_params)
-        np.add.at(z, self.qcols[epos], coef[eslot] * self.qvals[epos] * (-1.0 / (lam * n)))
+        np.add.at(z, self.qcols[epos], coef[eslot] * self.qvals[epos] * (-1.0 / lam))
         return z
 
     def offset(self):
-        """``l = 1/n sum_i (sum_v beta_v (c_v + Q_vv / 2) - beta_i^T Q beta_i / 2)``
-        (compacted pool; ``Q = 0`` without a quadratic dual)."""
+        """``l = sum_i (sum_v beta_v (c_v + Q_vv / 2) - beta_i^T Q beta_i / 2)
+        / nw_i`` (compacted pool; ``Q = 0`` without a quadratic dual)."""
         n = len(self.xlo)
         nv = int(self.top[0])
-        total = float(self.beta[:nv] @ self.c[:nv])
+        owner = np.repeat(np.arange(n), self.xhi - self.xlo)
+        total = float((self.beta[:nv] * self.c[:nv]) @ (1.0 / self.nw[owner]))
         if len(self.nu):
             for i in range(n):
                 b = self.beta[self.xlo[i]:self.xhi[i]]
                 m, D = len(b), int(self.kdim[i])
                 Q = self.qq[self.kptr[i]:self.kptr[i] + D * D].reshape(D, D)[:m, :m]
-                total += 0.5 * float(b @ np.diag(Q) - b @ Q @ b)
-        return total / n
+                total += 0.5 * float(b @ np.diag(Q) - b @ Q @ b) / self.nw[i]
+        return total
 
     def values(self, x):
         """Per example, the largest value at ``x`` of its working set's
@@ -237,7 +245,7 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
          check_every=1):
     r"""Block-coordinate Frank-Wolfe on the dual of a max-margin or SparseMAP objective.
 
-    Trains ``min_z P(z) = alpha/2 ||z||^2 + 1/n sum_i loss_i(A_i z)`` for a
+    Trains ``min_z P(z) = alpha/2 ||z||^2 + 1/n sum_i w_i loss_i(A_i z)`` for a
     loss that is a maximum of functions affine in the scores (the losses
     with ``piecewise_affine = True``: margin-, slack- and
     approximate-slack-scaled hinge, PosLearn), to a certified relative
@@ -265,6 +273,18 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
     and the primal iterate is ``z = w``.  The loss's own ``value_and_grad``
     is its oracle: at ``theta`` it returns the value and the slope of the
     maximising piece, so ``a_s = grad`` and ``c_s = value - <theta, grad>``.
+
+    **Example weights** (``problem.sample_weight``, mean 1; ``w_i = 1``
+    without).  Example ``i``'s share of the objective is ``s_i = w_i / n``
+    instead of ``1/n``, and the same derivation gives ``w = -1/lam sum_i s_i
+    A_i^T m_i`` and ``l = sum_i s_i l_i``: every ``1/n`` above becomes the
+    block's own ``s_i``.  A block step on example ``i`` then changes the
+    dual by ``s_i (<A_i w, dm> + dl_i) - s_i^2 / (2 lam) ||A_i^T dm||^2``,
+    i.e. the unweighted step with ``n`` replaced by ``n / w_i`` (the kernel's
+    ``nw``): its line search, gap and offset stay exact.  The primal value of
+    the certificate weights the oracle's losses the same way, so the gap is
+    still ``P - D`` of the weighted problem.  Examples of weight 0 have no
+    share: they are never visited and cost no oracle call.
 
     **The SparseMAP losses** (``loss.dual_quadratic == 'unary'``: SparseMAP
     and m-SparseMAP, Niculae et al. 2018) are maxima over the marginal
@@ -443,26 +463,29 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
     epoch = 0
 
     exact = problem.loss.exact_oracle
+    w = example_weights(problem)
+    active = np.flatnonzero(w > 0)
     avg_useful = 0 if pool.nu.size else 2
     fresh = None  # the losses of the certificate's oracle pass, when it served as one
 
     def primal(x, keep=False, chunk=1024):
-        # the losses by the oracle, in chunks (no gradient); ``keep``: the
-        # maximising pieces join the working sets, as an oracle pass would
-        # (the next epoch then needs none of its own)
+        # the weighted losses by the oracle, in chunks (no gradient), of the
+        # examples of positive weight; ``keep``: the maximising pieces join
+        # the working sets, as an oracle pass would (the next epoch then
+        # needs none of its own)
         parts = []
-        for s in range(0, n, chunk):
-            idx = np.arange(s, min(n, s + chunk))
+        for s in range(0, len(active), chunk):
+            idx = active[s:s + chunk]
             vals, theta, G = problem.pieces(x, idx)
             if keep:
                 pool.add(idx, vals, np.asarray(theta, dtype=np.float64),
                          np.asarray(G, dtype=np.float64))
             parts.append(vals)
-        vals = np.concatenate(parts)
-        loss_sum = float(vals.sum())
+        vals = np.concatenate(parts) if parts else np.zeros(0)
+        loss_sum = float((vals * w[active]).sum())
         if not exact:  # the restricted loss P_S (see Choices)
-            vals = np.maximum(vals, pool.values(x))
-        return float(vals.mean() + 0.5 * lam * x @ x), loss_sum
+            vals = np.maximum(vals, pool.values(x)[active])
+        return float((vals * w[active]).sum() / n + 0.5 * lam * x @ x), loss_sum
 
     def steps_over(ex):
         """Block steps on the examples ``ex``, in order; returns their
@@ -470,7 +493,7 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
         nonlocal steps, ell_tot, ell_wsum
         gaps = np.empty(len(ex))
         d_ell = np.empty(len(ex))
-        working_set_steps(z, avg, ex, *pool.arrays(), lam, float(n), steps, int(max_inner),
+        working_set_steps(z, avg, ex, *pool.arrays(), lam, pool.nw, steps, int(max_inner),
                           gaps, d_ell, avg_useful > 0)
         ell_path = ell_tot + np.cumsum(d_ell)
         t = steps + 1 + np.arange(len(ex))
@@ -481,6 +504,8 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
 
     for epoch in range(1, max_iter + 1):
         order = rng.permutation(n)
+        if len(active) < n:     # (the examples of weight 0 have no share)
+            order = order[w[order] > 0]
         batches = _batches(order, B)
         gap_sum = 0.0
         est_gap = est_loss = 0.0  # the oracle pass's block gaps and losses
@@ -495,7 +520,7 @@ def bcfw(problem, alpha, max_iter=100, tol=1e-3, batch_size=32, random_state=Non
                 vals, theta, G = problem.pieces(z, idx)
                 G = np.asarray(G, dtype=np.float64)
                 pool.add(idx, vals, np.asarray(theta, dtype=np.float64), G)
-                est_loss += float(np.sum(vals))
+                est_loss += float(np.sum(vals * w[idx]))
             gaps = steps_over(np.asarray(idx, dtype=np.int64))
             est_gap += float(gaps.sum())
         if fresh is not None:

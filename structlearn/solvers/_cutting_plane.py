@@ -13,7 +13,8 @@ from ..kernels.sparsemap import sparsemap_active_set
 def cutting_plane(problem, alpha, z0, max_iter=300, tol=1e-4, verbose=0, return_gap=False):
     """Bundle (1-slack cutting-plane) method on the regularised objective.
 
-    ``J(z) = alpha/2 ||z||^2 + R(z)`` with ``R`` the mean loss.  Each
+    ``J(z) = alpha/2 ||z||^2 + R(z)`` with ``R`` the (weighted, see
+    ``problem.sample_weight``) mean loss.  Each
     iteration evaluates ``R`` and a subgradient ``a_t`` on the whole training
     set (one batched oracle pass) and adds the plane
     ``R(z) >= <a_t, z> + c_t``; the next iterate minimises

@@ -4,6 +4,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels.dual import outer_entries
+from ._protocol import normalized_weights
 from ._threads import n_workers, thread_map
 
 
@@ -61,11 +62,17 @@ class LinearProblem:
     tie : ndarray (n_parts, n_weight_rows) or None
     n_jobs : int or None
         Threads for the oracles on full passes.
+    sample_weight : array-like (n_samples,) or None
+        Example weights ``w_i >= 0`` (the objective ``sum_i w_i loss_i /
+        sum_i w_i + alpha/2 ||z_P||^2``); kept normalised to mean 1 as
+        ``self.sample_weight`` (None: unweighted), see
+        :mod:`structlearn.solvers._protocol`.
     """
 
     def __init__(self, X, y, structure, loss, n_weight_rows, fit_intercept=True,
-                 tie=None, n_jobs=None):
+                 tie=None, n_jobs=None, sample_weight=None):
         self.X, self.y, self.structure, self.loss = X, y, structure, loss
+        self.sample_weight = normalized_weights(sample_weight, X.shape[0])
         self.tie, self.n_jobs, self.fit_intercept = tie, n_jobs, fit_intercept
         self.n_samples, d = X.shape
         self.shape_W = (n_weight_rows, d)
@@ -94,8 +101,8 @@ class LinearProblem:
         return sq + (1.0 if self.fit_intercept else 0.0)
 
     def value_and_grad(self, z, idx=None):
-        """Loss values of samples ``idx`` (all if None) and the gradient of
-        their sum with respect to ``z``."""
+        """Weighted loss values ``w_i loss_i`` of samples ``idx`` (all if
+        None) and the gradient of their sum with respect to ``z``."""
         W, b = self.unpack(z)
         if idx is None:
             X, y, n_jobs = self.X, self.y, self.n_jobs
@@ -103,6 +110,10 @@ class LinearProblem:
             X, y, n_jobs = self.X[idx], self.y[idx], None
         vals, G = loss_value_and_grad(self.loss, _scores(X, W, b, self.tie), y,
                                       self.structure, n_jobs)
+        if self.sample_weight is not None:
+            w = self.sample_weight if idx is None else self.sample_weight[idx]
+            vals = vals * w
+            G = G * w[:, None]
         gW = _grad_W(G, X, self.tie)
         g = self.pack(gW, G.sum(axis=0)) if self.fit_intercept else gW.ravel()
         return vals, g
@@ -119,9 +130,10 @@ class LinearProblem:
         return np.full(self.n_samples, self.structure.n_unary, dtype=np.int64)
 
     def pieces(self, z, idx):
-        """Losses of the samples ``idx`` at ``z``, with their scores and
-        score gradients as flat arrays of blocks (the maximising affine
-        piece of each max-margin loss)."""
+        """Unweighted losses of the samples ``idx`` at ``z``, with their
+        scores and score gradients as flat arrays of blocks (the maximising
+        affine piece of each max-margin loss; :func:`bcfw` weights the
+        blocks itself)."""
         W, b = self.unpack(z)
         X = self.X[idx]
         theta = _scores(X, W, b, self.tie)
@@ -143,7 +155,8 @@ class LinearProblem:
 
 
 def objective(problem, z, alpha):
-    """Regularised empirical risk ``mean loss + alpha/2 ||z_P||^2``."""
+    """Regularised empirical risk ``(1/n) sum_i w_i loss_i + alpha/2
+    ||z_P||^2`` (the weights of mean 1: the weighted mean loss)."""
     vals, _ = problem.value_and_grad(z)
     zp = z[problem.penalized]
     return float(vals.mean() + 0.5 * alpha * zp @ zp)

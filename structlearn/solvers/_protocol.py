@@ -3,6 +3,21 @@
 Every solver reads :class:`Problem`; the optional parts are protocols of
 their own, each named for the solver that uses it:
 
+* **example weights** (``sample_weight``): the objective is ``sum_i w_i
+  loss_i / sum_i w_i + alpha/2 ||z_P||^2``.  A problem stores its weights
+  normalised to mean 1 (:func:`normalized_weights`; None: every weight
+  1), so that ``sum_i w_i = n`` and the objective is ``(1/n) sum_i w_i
+  loss_i + ...``: the solvers that average ``value_and_grad`` over the
+  examples (L-BFGS, OWL-QN, the cutting planes, SGD, the perceptron and the
+  sparseptron) need nothing else, because ``value_and_grad`` (and
+  ``sparse_value_and_grad``) return the *weighted* losses ``w_i loss_i``
+  and the gradient of their sum.  Only the dual solver :func:`bcfw` reads
+  the weights themselves (:func:`example_weights`): ``pieces`` returns the
+  unweighted losses and score gradients (the pieces of ``loss_i``), and
+  each dual block carries its share ``w_i / n`` of the objective.
+  Integer weights are the same objective as repeating the examples, and a
+  weight 0 the same as removing the example;
+
 * :class:`SparseProblem` -- sparse stochastic steps (:func:`sgd`, the
   averaged perceptron, the sparseptron :func:`online_prox_grad`): without
   it they read the dense gradient of a mini-batch;
@@ -23,18 +38,23 @@ import numpy as np
 
 @runtime_checkable
 class Problem(Protocol):
-    """``min_z (1/n) sum_i loss_i(z) + alpha/2 ||z_P||^2``."""
+    """``min_z (1/n) sum_i w_i loss_i(z) + alpha/2 ||z_P||^2`` (``w_i``:
+    the example weights, mean 1)."""
 
     #: number of examples ``n``
     n_samples: int
+    #: None (every weight 1) or the example weights ``w``, normalised to
+    #: mean 1 (:func:`normalized_weights`); optional: a problem without the
+    #: attribute is unweighted
+    sample_weight: np.ndarray
     #: length of ``z``
     n_params: int
     #: bool mask ``P`` of the penalised parameters
     penalized: np.ndarray
 
     def value_and_grad(self, z, idx=None):
-        """Loss values of the examples ``idx`` (all when None) and the
-        gradient of their sum in ``z``."""
+        """Weighted loss values ``w_i loss_i`` of the examples ``idx`` (all
+        when None) and the gradient of their sum in ``z``."""
 
     def sq_norms(self):
         """Per example, a bound of the squared norm of its gradient's
@@ -49,9 +69,9 @@ class SparseProblem(Problem, Protocol):
         """The parameters the examples ``idx`` read (with repeats)."""
 
     def sparse_value_and_grad(self, v, idx, scale):
-        """Losses of ``idx`` at ``z`` = ``v`` with the penalised parameters
-        times ``scale``, and the gradient of their sum as entries
-        ``(cols, vals)``."""
+        """Weighted losses of ``idx`` at ``z`` = ``v`` with the penalised
+        parameters times ``scale``, and the gradient of their sum as
+        entries ``(cols, vals)``."""
 
 
 @runtime_checkable
@@ -65,9 +85,36 @@ class DualProblem(Problem, Protocol):
         """Size of every example's score block."""
 
     def pieces(self, z, idx):
-        """Losses of ``idx`` at ``z``, their flat scores and score
-        gradients."""
+        """*Unweighted* losses of ``idx`` at ``z``, their flat scores and
+        score gradients (the dual solver weights each block itself)."""
 
     def block_entries(self, idx, D):
         """Per example of ``idx``, the entries of ``A_i^T D_i``:
         ``(cols, vals, ptr)``."""
+
+
+def normalized_weights(sample_weight, n_samples):
+    """Checked example weights normalised to mean 1, or None for None (or
+    all weights equal: the unweighted problem, computed exactly as without
+    weights).  ``sample_weight`` must be non-negative and finite with a
+    positive sum (the estimators check it first, with
+    :func:`structlearn._validation.check_sample_weight`)."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n_samples,) or not np.all(np.isfinite(w)) or np.any(w < 0) \
+            or not w.sum() > 0:
+        raise ValueError(f"sample_weight must be {n_samples} non-negative finite weights "
+                         f"with a positive sum.")
+    if np.all(w == w[0]):
+        return None
+    # (divide by the maximum first: a sum of huge weights would overflow)
+    w = w / w.max()
+    return w * (n_samples / w.sum())
+
+
+def example_weights(problem):
+    """The problem's example weights (mean 1) as an array: ones when it has
+    none."""
+    w = getattr(problem, "sample_weight", None)
+    return np.ones(problem.n_samples) if w is None else w

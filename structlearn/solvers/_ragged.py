@@ -4,6 +4,7 @@ import numpy as np
 
 from ..feature_maps._base import RaggedBatch
 from ..structures.base import RangeCaches, SupportCache
+from ._protocol import normalized_weights
 from ._threads import n_workers, split_concat, thread_map
 
 
@@ -40,13 +41,18 @@ class RaggedProblem:
     Every result is the same for any number of threads.
     """
 
-    def __init__(self, feature_map, y, loss, make_structure, n_jobs=None):
+    def __init__(self, feature_map, y, loss, make_structure, n_jobs=None,
+                 sample_weight=None):
         self.fmap = feature_map
         self.y = np.ascontiguousarray(y, dtype=np.int64)
         self.loss = loss
         self.make_structure = make_structure
         self.pos_off = feature_map.pos_off
         self.n_samples = feature_map.n_samples
+        self.sample_weight = normalized_weights(sample_weight, self.n_samples)
+        #: every example's score-block size (to weight its score gradient)
+        self._sizes = None if self.sample_weight is None else \
+            np.asarray(feature_map.part_sizes(), dtype=np.int64)
         self.n_params = feature_map.n_params
         self.penalized = feature_map.penalized
         self.n_threads = n_workers(n_jobs, self.n_samples)
@@ -73,7 +79,13 @@ class RaggedProblem:
         p0, p1 = self.pos_off[a], self.pos_off[b]
         off = self.pos_off[a:b + 1] - p0
         return RaggedBatch(self.fmap.contiguous(a, b), off, self.y[p0:p1],
-                           self.make_structure(off, warm_cache))
+                           self.make_structure(off, warm_cache), *self._weights(slice(a, b)))
+
+    def _weights(self, idx):
+        """The weights and score-block sizes of the examples ``idx``."""
+        if self.sample_weight is None:
+            return None, None
+        return self.sample_weight[idx], self._sizes[idx]
 
     def batch(self, idx, warm_cache=None):
         """A batch of the examples ``idx`` (any, in order), its structure
@@ -85,7 +97,7 @@ class RaggedProblem:
         rows = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)]) \
             if len(idx) else np.zeros(0, dtype=np.int64)
         return RaggedBatch(self.fmap.select(idx), off, self.y[rows],
-                           self.make_structure(off, warm_cache))
+                           self.make_structure(off, warm_cache), *self._weights(idx))
 
     # ------------------------------------------------------ values, gradients
     def _loss(self, theta, batch):
@@ -93,12 +105,23 @@ class RaggedProblem:
             return self.loss.partial_value_and_grad(theta, batch.y, batch.structure)
         return self.loss.value_and_grad(theta, batch.y, batch.structure)
 
+    def _weighted(self, vals, G, batch):
+        """The losses and score gradients of a batch times its examples'
+        weights (each example's score block times its weight)."""
+        w = batch.sample_weight
+        if w is None:
+            return vals, np.ascontiguousarray(G, dtype=np.float64)
+        G = np.asarray(G, dtype=np.float64)
+        per_part = np.repeat(w, batch.block_sizes)
+        return vals * w, np.ascontiguousarray((G.ravel() * per_part).reshape(G.shape))
+
     def _batch_value_and_grad(self, z, batch, g):
-        """Loss values of a batch; adds the gradient of their sum to ``g``."""
+        """Weighted loss values of a batch; adds the gradient of their sum
+        to ``g``."""
         theta = self.fmap.scores(z, batch)
-        vals, G = self._loss(theta, batch)
+        vals, G = self._weighted(*self._loss(theta, batch), batch)
         del theta
-        self.fmap.backprop(np.ascontiguousarray(G, dtype=np.float64), batch, g)
+        self.fmap.backprop(G, batch, g)
         return vals
 
     def _group_value_and_grad(self, z, batches):
@@ -111,8 +134,8 @@ class RaggedProblem:
         return vals, g
 
     def value_and_grad(self, z, idx=None):
-        """Loss values of the examples ``idx`` (all: a full pass) and the
-        gradient of their sum."""
+        """Weighted loss values ``w_i loss_i`` of the examples ``idx`` (all:
+        a full pass) and the gradient of their sum."""
         if idx is not None:
             return self._group_value_and_grad(z, [self.batch(idx)])
         k = min(self.n_threads, len(self.chunks))
@@ -125,14 +148,14 @@ class RaggedProblem:
         return np.concatenate([r[0] for r in res]), sum(r[1] for r in res)
 
     def sparse_value_and_grad(self, v, idx, scale):
-        """Losses of the examples ``idx`` at ``z`` = ``v`` with the penalised
-        parameters times ``scale``, and their summed gradient as entries
+        """Weighted losses of the examples ``idx`` at ``z`` = ``v`` with the
+        penalised parameters times ``scale``, and their summed gradient as entries
         ``(cols, vals)`` (see :func:`structlearn.solvers.sgd`): a step
         touches only the parameters of the examples' features."""
         batch = self.batch(idx)
         theta = self.fmap.scores(v, batch, scale)
-        vals, G = self._loss(theta, batch)
-        cols, gv = self.fmap.backprop_entries(np.ascontiguousarray(G, dtype=np.float64), batch)
+        vals, G = self._weighted(*self._loss(theta, batch), batch)
+        cols, gv = self.fmap.backprop_entries(G, batch)
         return vals, cols, gv
 
     def params_of(self, idx):
@@ -151,9 +174,9 @@ class RaggedProblem:
         return self.fmap.unary_sizes()
 
     def pieces(self, z, idx):
-        """Losses of the examples ``idx`` at ``z``, their flat scores and
-        score gradients (split over the threads; the same numbers for any
-        thread count)."""
+        """Unweighted losses of the examples ``idx`` at ``z``, their flat
+        scores and score gradients (split over the threads; the same numbers
+        for any thread count; :func:`bcfw` weights the blocks itself)."""
         idx = np.asarray(idx, dtype=np.int64)
 
         def run(sub):

@@ -9,6 +9,7 @@ from sklearn.utils import check_random_state
 
 from ..kernels.optim import sgd_sparse_step
 from ._problem import objective
+from ._protocol import example_weights
 
 
 def _calibrate_eta0(problem, alpha, z0, rng, batch_size, n_sub=1000, passes=4,
@@ -79,7 +80,8 @@ def _calibrate_eta0(problem, alpha, z0, rng, batch_size, n_sub=1000, passes=4,
         return best, scores[best]
 
     f0 = obj(np.asarray(z0, dtype=np.float64))
-    eta_init = 1.0 / (float(np.mean(problem.sq_norms())) + 1e-12)
+    # (a weighted example's gradient is its weight times the unweighted one)
+    eta_init = 1.0 / (float(np.mean(example_weights(problem) * problem.sq_norms())) + 1e-12)
     for _ in range(max_lengthen + 1):
         best, f_best = search(eta_init)
         if f_best < f0:
@@ -239,6 +241,19 @@ def sgd(problem, alpha, z0, max_iter=50, tol=1e-4, batch_size=16, random_state=N
     the objective of the averaged model has not improved on its best value by
     more than ``tol`` (relative) for ``patience`` consecutive epochs
     (perceptron: when an epoch makes no update).
+
+    **Example weights** (``problem.sample_weight``, mean 1): the examples are
+    visited uniformly, each epoch a permutation as without weights, and
+    each example's gradient is its weight times its loss's (the problem's
+    ``value_and_grad`` is weighted): the mean step is the gradient of the
+    weighted objective.  (Sampling examples in proportion to their weights
+    instead would lower the variance with very unequal weights, but it
+    would no longer be an epoch over the data, and a repeated example would
+    not behave as its copies.)  An example of weight 0 takes no gradient
+    step (its mini-batch still shrinks the weights).  The averaged
+    perceptron's update is the weighted sum of its mini-batch's updates.
+    Integer weights define the same objective as repeated examples, but the
+    runs differ (other permutations): equal up to SGD's noise.
 
     A step costs the size of its gradient, not of ``z``: the iterate and its
     average are kept in the scaled, lazy form of ``_ScaledIterate``,

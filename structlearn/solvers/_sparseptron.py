@@ -329,6 +329,12 @@ def online_prox_grad(problem, atom_of, layers, n_epochs=5, K=1000, eta0=1.0,
     coarse-to-fine order, split into non-overlapping layers, the paper's
     hierarchical penalty.
 
+    With example weights (``problem.sample_weight``, mean 1) the loss is
+    ``sum_i w_i loss_i(z)``: the problem's gradients are weighted, so each
+    example's step is its weight times its loss's (sparseptron: weighted
+    perceptron updates; a weight 0 moves nothing).  The streamed problems
+    of :func:`online_prox_grad_streamed` take no weights.
+
     Choices where the paper is silent or ambiguous:
 
     * the threshold of a layer is the mean of the ``B``-th and

@@ -591,10 +591,11 @@ def _crf_reference(inst, tok_off, y, z):
     return np.array(vals), grad
 
 
-def _crf_call(inst, tok_off, y, z, g0=None):
+def _crf_call(inst, tok_off, y, z, g0=None, sw=None):
     """Run the fused kernel on ``z`` with the gradient accumulators starting
-    at ``g0`` (default zero); returns (values, accumulators after the call in
-    the layout of ``z``, wg)."""
+    at ``g0`` (default zero) and sequence weights ``sw`` (default ones);
+    returns (values, accumulators after the call in the layout of ``z``,
+    wg)."""
     K, S = inst.K, inst.S
     wg = np.empty(2 * S)
     wg[0::2] = z[:S]
@@ -603,9 +604,33 @@ def _crf_call(inst, tok_off, y, z, g0=None):
     trans = np.ascontiguousarray(z[S:S + K * K].reshape(K, K))
     start, end = z[S + K * K:S + K * K + K].copy(), z[S + K * K + K:S + K * K + 2 * K].copy()
     bias = z[S + K * K + 2 * K:].copy()
+    sw = np.ones(len(tok_off) - 1) if sw is None else sw
     v = chain_crf_value_grad(*inst.args(), inst.sup_label, wg, trans, start, end, bias,
-                             tok_off, y, rest)
+                             tok_off, y, rest, sw)
     return v, np.concatenate([wg[1::2], rest]), wg
+
+
+@pytest.mark.parametrize("scale", [1.0, 400.0])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_chain_crf_value_grad_weighted(seed, scale):
+    """Sequence weights (zeros included) multiply each sequence's loss and
+    gradient, in the scaled pass and in the log-space pass (``scale`` 400)."""
+    K = 3
+    inst = Inst(seed, K, False, n_rows=10)
+    rng = inst.rng
+    lengths, tok_off = make_chain(inst, rng, max_len=4)
+    y = rng.randint(0, K, size=inst.n_rows).astype(np.int64)
+    z = scale * rng.randn(inst.S + K * K + 3 * K)
+    sw = rng.choice([0.0, 0.5, 1.0, 3.0], size=len(lengths))
+    v, g, _ = _crf_call(inst, tok_off, y, z, sw=sw)
+    want_g = np.zeros(len(z))
+    for i in range(len(lengths)):  # each sequence alone, by enumeration
+        a, b = tok_off[i], tok_off[i + 1]
+        _, g_i = _crf_reference(inst, np.array([a, b]), y, z)
+        want_g += sw[i] * g_i
+    v_ref, _ = _crf_reference(inst, tok_off, y, z)
+    assert_allclose(v, sw * np.maximum(v_ref, 0.0), rtol=1e-9, atol=1e-9 * scale)
+    assert_allclose(g, want_g, rtol=1e-7, atol=1e-7)
 
 
 @pytest.mark.parametrize("scale", [1.0, 400.0])
@@ -703,7 +728,7 @@ def test_chain_crf_mixed_ranges_on_a_row_slice(seed, binary):
                              wg, np.ascontiguousarray(z[S:S + K * K].reshape(K, K)),
                              z[S + K * K:S + K * K + K].copy(),
                              z[S + K * K + K:S + K * K + 2 * K].copy(), z[-K:].copy(),
-                             tok_off, y, rest)
+                             tok_off, y, rest, np.ones(len(tok_off) - 1))
     v_ref, g_ref = _crf_reference(inst, tok_off + first, np.r_[np.zeros(first, int), y], z)
     assert_allclose(v, np.maximum(v_ref, 0.0), rtol=1e-9, atol=1e-6)
     assert_allclose(np.concatenate([wg[1::2], rest]), g_ref, rtol=1e-7, atol=1e-7)
@@ -717,7 +742,8 @@ def test_empty_batches():
     wg = np.zeros(2 * inst.S)
     v = chain_crf_value_grad(inst.indptr[:1], inst.nz_start, inst.nz_len, inst.data,
                              inst.sup_label, wg, np.zeros((K, K)), np.zeros(K), np.zeros(K),
-                             np.zeros(K), tok_off, np.zeros(0, dtype=np.int64), rest)
+                             np.zeros(K), tok_off, np.zeros(0, dtype=np.int64), rest,
+                             np.zeros(0))
     assert v.shape == (0,) and np.all(wg == 0.0) and np.all(rest == 0.0)
     cols, vals, ptr = chain_block_entries(*inst.args(), inst.sup_label, np.zeros(0),
                                           np.zeros(0, dtype=np.int64), tok_off, K, inst.S, True)

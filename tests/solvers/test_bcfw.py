@@ -367,7 +367,7 @@ def test_block_entries_of_the_chain_problem(fit_intercept, binary):
         X = [rng.randn(len(s), 5) * (rng.rand(len(s), 5) < 0.7) for s in y]
     est = SequenceTagger(loss="hinge", fit_intercept=fit_intercept)
     loss = get_loss("hinge")
-    vec, tokens, off, y_int, classes, sup_ptr, sup_label, d, _, _ = est._prepare(
+    vec, tokens, off, y_int, classes, sup_ptr, sup_label, d, _, _, _ = est._prepare(
         X, y, loss, False)
     assert (len(tokens.data) == 0) == binary
     from structlearn.estimators.sequence import chain_problem
@@ -706,7 +706,7 @@ def test_one_pairwise_step_is_the_exact_line_search():
                           np.array([False]), np.zeros(4), np.array([0, 4]), np.array([2]),
                           np.array([[0, 2]]), qe, qcols, qvals, pspan, np.array([2, 7]),
                           ploc, pvals, np.array([0.0, c]), beta, np.zeros(5), np.zeros(0),
-                          np.zeros(0, dtype=np.int64), lam, n, 0, 1, gaps, d_ell)
+                          np.zeros(0, dtype=np.int64), lam, np.array([n]), 0, 1, gaps, d_ell)
         gamma = min(1.0, max(0.0, lam * n * (c + g @ z0) / (g @ g)))
         assert beta[1] == pytest.approx(gamma, rel=1e-12)
         np.testing.assert_allclose(z, z0 - gamma / (lam * n) * g, rtol=1e-12)
