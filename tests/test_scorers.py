@@ -295,6 +295,7 @@ def test_sample_weight_is_routed_to_the_scorers():
                 (SequenceTagger(loss="crf", max_iter=10, random_state=0), X_seq, y_seq,
                  "span_f1")]:
             w = rng.uniform(0.0, 2.0, len(yd))
+            est.set_fit_request(sample_weight=False)   # the scorers' weights only
             scorer = get_scorer(name).set_score_request(sample_weight=True)
             res = cross_validate(est, Xd, yd, cv=cv, scoring=scorer,
                                  params={"sample_weight": w}, return_estimator=True,

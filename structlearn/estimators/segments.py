@@ -145,6 +145,7 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         t_start = time.perf_counter()
         loss = get_loss(self.loss)
         solver = self._check_params(loss)
+        TokenVectorizer._input_type(X)   # (X's errors before the weights')
         d = self._prepare(X, y, loss, self._fit_weights(sample_weight, y, len(X)))
         problem = d["problem_with"](loss)
         solver = self._dual_when_auto(solver, loss, problem.n_samples)

@@ -344,6 +344,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         loss = get_loss(self.loss)
         solver = self._check_params(loss)
         warm = self.warm_start and hasattr(self, "vectorizer_")
+        TokenVectorizer._input_type(X)   # (X's errors before the weights')
         sw = self._fit_weights(sample_weight, y, len(X))
         (vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets,
          allowed, keep) = self._prepare(X, y, loss, warm, sw)

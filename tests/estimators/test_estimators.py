@@ -265,7 +265,8 @@ def test_check_estimator(est):
 
 
 @pytest.mark.parametrize("est, checks", [
-    (OrdinalRegressor(), ["check_classifiers_train", "check_classifiers_classes"]),
+    (OrdinalRegressor(), ["check_classifiers_train", "check_classifiers_classes",
+                          "check_sample_weight_equivalence_on_dense_data"]),
     (MultiLabelClassifier(), ["check_classifier_multioutput",
                               "check_classifiers_multilabel_output_format_predict_proba"]),
 ], ids=lambda v: type(v).__name__ if not isinstance(v, list) else "")
