@@ -16,8 +16,9 @@ from .active_set import sparsemap_active_set, sparsemap_active_set_warm
 
 
 @njit_on_first_call(
-    types.float64[::1](types.float64[::1], types.int64[::1], types.int64[::1], _ORACLE,
-                       types.float64[::1], types.int64[::1], types.int64, types.float64),
+    types.Tuple((types.float64[::1], types.int64))(
+        types.float64[::1], types.int64[::1], types.int64[::1], _ORACLE,
+        types.float64[::1], types.int64[::1], types.int64, types.float64),
     cache=True, nogil=True)
 def sparsemap_active_set_ragged(theta, part_off, n_unary, oracle, params_flat, params_off,
                                 max_iter, tol):
@@ -26,24 +27,28 @@ def sparsemap_active_set_ragged(theta, part_off, n_unary, oracle, params_flat, p
     Structure ``i`` has scores ``theta[part_off[i]:part_off[i + 1]]``, its
     first ``n_unary[i]`` parts penalised, and oracle parameters
     ``params_flat[params_off[i]:params_off[i + 1]]``.  Returns the marginals
-    in the same flat layout as ``theta``.
+    in the same flat layout as ``theta`` and the number of structures whose
+    solve stopped at ``max_iter`` (not converged).
     """
     n = part_off.shape[0] - 1
     mu = np.zeros(theta.shape[0])
+    n_capped = 0
     for i in range(n):
         a = part_off[i]
         b = part_off[i + 1]
         eta = theta[a:b].copy()
         params = params_flat[params_off[i]:params_off[i + 1]].copy()
-        m, _, _, _ = sparsemap_active_set(eta, n_unary[i], oracle, params, max_iter, tol)
+        m, _, _, it = sparsemap_active_set(eta, n_unary[i], oracle, params, max_iter, tol)
+        if it >= max_iter:
+            n_capped += 1
         for j in range(b - a):
             mu[a + j] = m[j]
-    return mu
+    return mu, n_capped
 
 
 @njit_on_first_call(
     types.Tuple((types.float64[::1], types.int16[::1], types.float64[::1],
-                 types.int64[::1]))(
+                 types.int64[::1], types.int64))(
         types.float64[::1], types.int64[::1], types.int64[::1], _ORACLE,
         types.FunctionType(ENCODE_SIGNATURE), types.float64[::1], types.int64[::1],
         types.int64[::1], types.int64[::1], types.int64, types.float64,
@@ -65,8 +70,10 @@ def sparsemap_active_set_warm_ragged(theta, part_off, n_unary, oracle, encode, p
     sup_off0[i]`` vertices stored one after another in ``codes0`` (after
     those of the structures before it), with weights
     ``w0[sup_off0[i]:sup_off0[i + 1]]``; an empty support starts from the
-    MAP vertex.  Returns ``(mu, codes, weights, sup_off)``: the marginals
-    (flat, as ``theta``) and the final supports in the same layout.
+    MAP vertex.  Returns ``(mu, codes, weights, sup_off, n_capped)``: the
+    marginals (flat, as ``theta``), the final supports in the same layout
+    and the number of structures whose solve stopped at ``max_iter`` (not
+    converged).
     """
     n = part_off.shape[0] - 1
     mu = np.zeros(theta.shape[0])
@@ -77,6 +84,7 @@ def sparsemap_active_set_warm_ragged(theta, part_off, n_unary, oracle, encode, p
     codes = np.zeros(max(16, 4 * total_rows), dtype=np.int16)
     wout = np.zeros(max(16, 4 * n))
     rpos = 0  # read position in codes0
+    n_capped = 0
     opos = 0  # write position in codes
     for i in range(n):
         a = part_off[i]
@@ -90,9 +98,11 @@ def sparsemap_active_set_warm_ragged(theta, part_off, n_unary, oracle, encode, p
         for j in range(m0):
             encode(codes0[rpos + j * R:rpos + (j + 1) * R], params, V0[j])
         rpos += m0 * R
-        mi, verts, wts, _ = sparsemap_active_set_warm(theta[a:a + p].copy(), n_unary[i],
-                                                      oracle, params, max_iter, tol, V0,
-                                                      w0[s0:s0 + m0].copy())
+        mi, verts, wts, it = sparsemap_active_set_warm(theta[a:a + p].copy(), n_unary[i],
+                                                       oracle, params, max_iter, tol, V0,
+                                                       w0[s0:s0 + m0].copy())
+        if it >= max_iter:
+            n_capped += 1
         for j in range(p):
             mu[a + j] = mi[j]
         k = wts.shape[0]
@@ -119,7 +129,7 @@ def sparsemap_active_set_warm_ragged(theta, part_off, n_unary, oracle, encode, p
                 codes[opos + j * R + t] = best
         opos += k * R
         sup_off[i + 1] = s + k
-    return mu, codes[:opos].copy(), wout[:sup_off[n]].copy(), sup_off
+    return mu, codes[:opos].copy(), wout[:sup_off[n]].copy(), sup_off, n_capped
 
 
 @njit(cache=True, nogil=True)

@@ -12,6 +12,8 @@ decoding (``argmax(-cost_vector(mu))``, Blondel 2019, Sec. 5) for every
 structure at once.
 """
 
+import warnings
+
 import numpy as np
 
 from ..kernels.approx_slack import approx_slack_batch
@@ -595,17 +597,21 @@ class RaggedStructure(Structure):
             if self.n and int(width.max()) > np.iinfo(SUPPORT_CODE_DTYPE).max:
                 cache = None
         if cache is None:
-            return sparsemap_active_set_ragged(theta, self.part_off, n_unary, oracle, params,
-                                               params_off, int(max_iter), float(tol))
+            mu, n_capped = sparsemap_active_set_ragged(theta, self.part_off, n_unary, oracle,
+                                                       params, params_off, int(max_iter),
+                                                       float(tol))
+            _warn_capped(n_capped, max_iter)
+            return mu
         entry = cache.get(key, self.n)
         if entry is None:
             entry = (np.zeros(0, dtype=SUPPORT_CODE_DTYPE), np.zeros(0),
                      np.zeros(self.n + 1, dtype=np.int64))
-        mu, codes, w, sup_off = sparsemap_active_set_warm_ragged(
+        mu, codes, w, sup_off, n_capped = sparsemap_active_set_warm_ragged(
             theta, self.part_off, n_unary, oracle, encode, params, params_off,
             np.ascontiguousarray(self.lengths, dtype=np.int64), width, int(max_iter),
             float(tol), *entry)
         cache.put(key, codes, w, sup_off)
+        _warn_capped(n_capped, max_iter)
         return mu
 
     def sparsemap(self, theta, max_iter=1000, tol=1e-9):
@@ -683,3 +689,18 @@ class RaggedStructure(Structure):
 
     def marginals(self, theta):
         return self.marginals_and_log_partition(theta)[0]
+
+
+def _warn_capped(n_capped, max_iter):
+    """A ConvergenceWarning when some active-set solves stopped at
+    ``max_iter`` before their Frank-Wolfe gap certified them: their
+    marginals are approximate.  This happens on long examples (chains of
+    several hundred tokens, with every part penalised: the projection;
+    see the docs' benchmarks).  The message has no counts, so Python shows
+    it once per place rather than at every evaluation of a fit."""
+    if n_capped:
+        from sklearn.exceptions import ConvergenceWarning
+        warnings.warn(f"the SparseMAP active set stopped at max_iter={max_iter} before "
+                      f"convergence on some examples (typically sequences of hundreds of "
+                      f"tokens): their marginals, and the loss's gradient, are "
+                      f"approximate.", ConvergenceWarning, stacklevel=3)

@@ -308,9 +308,9 @@ def test_sparsemap_ragged_chain(seed, K):
     params, params_off = chain_block_params(tok_off, K)
     assert_array_equal(params_off, 2 * np.arange(len(lengths) + 1))
     assert_array_equal(params.reshape(-1, 2), np.column_stack([lengths, np.full_like(lengths, K)]))
-    mu = sparsemap_active_set_ragged(theta, part_off, n_unary, chain_map, params, params_off,
-                                     1000, 1e-12)
-    assert mu.shape == theta.shape
+    mu, n_capped = sparsemap_active_set_ragged(theta, part_off, n_unary, chain_map, params,
+                                               params_off, 1000, 1e-12)
+    assert mu.shape == theta.shape and n_capped == 0
     for i, blk in enumerate(blocks):
         m = mu[part_off[i]:part_off[i + 1]]
         nu = n_unary[i]

@@ -134,9 +134,9 @@ def test_cold_kernel_is_the_warm_kernel_with_an_empty_start():
     params, params_off = st._oracle_params()
     theta = 2 * rng.randn(st.n_parts)
     nu = st.n_unary.astype(np.int64)
-    mu_c = sparsemap_active_set_ragged(theta, st.part_off, nu, chain_map, params, params_off,
-                                       1000, 1e-9)
-    mu_w, _, _, _ = warm_chain(st, theta, nu, *_empty_start(st))
+    mu_c, _ = sparsemap_active_set_ragged(theta, st.part_off, nu, chain_map, params,
+                                          params_off, 1000, 1e-9)
+    mu_w, _, _, _, _ = warm_chain(st, theta, nu, *_empty_start(st))
     np.testing.assert_array_equal(mu_w, mu_c)
 
 
@@ -147,9 +147,10 @@ def test_warm_chain_kernel_returns_supports_that_reproduce_mu():
     start = _empty_start(st)
     for rep in range(4):
         theta = [0.2, 1.0, 5.0, 1.0][rep] * rng.randn(st.n_parts)
-        mu_c = sparsemap_active_set_ragged(theta, st.part_off, nu, chain_map, params,
-                                           params_off, 1000, 1e-9)
-        mu, tags, w, sup_off = warm_chain(st, theta, nu, *start)
+        mu_c, _ = sparsemap_active_set_ragged(theta, st.part_off, nu, chain_map, params,
+                                              params_off, 1000, 1e-9)
+        mu, tags, w, sup_off, n_capped = warm_chain(st, theta, nu, *start)
+        assert n_capped == 0
         start = (tags, w, sup_off)
         np.testing.assert_allclose(mu, mu_c, atol=1e-8)
         assert sup_off[0] == 0 and np.all(np.diff(sup_off) >= 1)
@@ -334,3 +335,28 @@ def test_uses_active_set_follows_the_structures_marginal_set():
     # a fixed-size structure's projection is its own algorithm, not the active set
     assert not Projection().uses_active_set(OrderSimplex)
     assert get_loss("sparsemap").uses_active_set(OrderSimplex)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_solve_stopped_at_max_iter_warns(warm):
+    """The active set reports the solves that ran out of iterations (their
+    marginals are approximate) and the structure turns that into one
+    ConvergenceWarning; converged solves are silent.  Both kernels (cold, and
+    warm with a support cache) count them."""
+    st, rng = random_batch(3, n=6, k=5, max_len=40)
+    st.warm_cache = SupportCache() if warm else None
+    theta = 0.3 * rng.randn(st.n_parts)   # near-uniform scores: many vertices
+    params, params_off = st._oracle_params()
+    nu = st.block_sizes.astype(np.int64)   # every part penalised: the projection
+    if warm:
+        *_, n_capped = warm_chain(st, theta, nu, *_empty_start(st))
+        assert n_capped == 0
+    _, n_capped = sparsemap_active_set_ragged(theta, st.part_off, nu, chain_map, params,
+                                              params_off, 3, 1e-9)
+    assert 0 < n_capped <= st.n
+    with pytest.warns(ConvergenceWarning, match="stopped at max_iter=3"):
+        capped = st._active_set(theta, st.block_sizes, max_iter=3, key="projection")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        exact = st._active_set(theta, st.block_sizes, key="projection-exact")
+    assert np.abs(capped - exact).max() > 1e-6   # the capped marginals are not exact

@@ -472,8 +472,9 @@ def test_sparsemap_ragged_batch(single_root, projective):
     theta, arc_off, word_off, blocks = make_batch(71, lengths=[1, 3, 2, 4])
     params, params_off = tree_block_params(word_off, single_root, projective)
     n_unary = np.diff(arc_off).astype(np.int64)
-    mu = sparsemap_active_set_ragged(theta, arc_off, n_unary, tree_map, params, params_off,
-                                     500, 1e-12)
+    mu, n_capped = sparsemap_active_set_ragged(theta, arc_off, n_unary, tree_map, params,
+                                               params_off, 500, 1e-12)
+    assert n_capped == 0
     for i, S in enumerate(blocks):
         n = len(S)
         single, _, _, _ = sparsemap_active_set(S.ravel().copy(), n * (n + 1), tree_map,
