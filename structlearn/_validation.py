@@ -187,10 +187,14 @@ def check_sample_weight(sample_weight, n_samples):
     if w.ndim != 1 or w.shape[0] != n_samples:
         raise ValueError(f"sample_weight must be a 1-D array of length n_samples="
                          f"{n_samples}; got shape {w.shape}.")
-    if not np.all(np.isfinite(w)):
-        raise ValueError("sample_weight contains NaN or infinite values.")
-    if np.any(w < 0):
-        raise ValueError("sample_weight must be non-negative.")
+    bad = np.flatnonzero(~np.isfinite(w))
+    if len(bad):
+        raise ValueError(f"sample_weight[{bad[0]}] is {w[bad[0]]}: weights must be finite "
+                         f"(not NaN or infinite).")
+    bad = np.flatnonzero(w < 0)
+    if len(bad):
+        raise ValueError(f"sample_weight[{bad[0]}] = {w[bad[0]]} is negative: weights must "
+                         f"be non-negative.")
     top = w.max(initial=0.0)
     if top <= 0:
         raise ValueError("sample_weight must have a positive sum (the weights are all zero).")

@@ -494,10 +494,26 @@ BAD_WEIGHTS = [
 ]
 
 
+#: weights that define the unweighted problem (scaled copies of ones)
+SAME_WEIGHTS = [
+    ("huge", lambda n: np.full(n, 1e308)),
+    ("subnormal", lambda n: np.full(n, 1e-310)),
+    ("integers", lambda n: np.full(n, 3, dtype=np.int64)),
+]
+
+
 def _weight_cases(n):
-    return [Case("sample_weight_" + name, "score",
-                 lambda r, f=make: (r.X, r.y, f(n)), r"sample_weight")
-            for name, make in BAD_WEIGHTS]
+    """Bad weights in fit and score (errors naming sample_weight); weights
+    that are a multiple of ones give the unweighted score, and a fit."""
+    cases = [Case("sample_weight_" + name, method,
+                  lambda r, f=make: (r.X, r.y, f(n)), r"sample_weight")
+             for name, make in BAD_WEIGHTS for method in ("score", "fit")]
+    for name, make in SAME_WEIGHTS:
+        cases.append(Case("sample_weight_" + name, "score",
+                          lambda r, f=make: (r.X, r.y, f(n)), VALID, lambda r: (r.X, r.y)))
+        cases.append(Case("sample_weight_" + name, "fit",
+                          lambda r, f=make: (r.X, r.y, f(n)), VALID))
+    return cases
 
 
 def _y_cases(y_mutations):

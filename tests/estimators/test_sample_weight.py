@@ -260,7 +260,8 @@ def test_bad_class_weight():
 
 
 # ------------------------------------------------------------- bad weights
-BAD = [(np.array([-1.0]), "non-negative"), (np.array([np.nan]), "NaN"),
+BAD = [(np.array([-1.0]), r"sample_weight\[3\] = -1.0 is negative"),
+       (np.array([np.nan]), r"sample_weight\[3\] is nan.*NaN"),
        ("short", "length"), ("zeros", "positive sum")]
 
 
