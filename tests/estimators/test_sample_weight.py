@@ -17,50 +17,8 @@ from sklearn.utils.class_weight import compute_sample_weight
 from structlearn import (DependencyParser, LabelRanker, MultiLabelClassifier,
                          OrdinalRegressor, SegmentTagger, SequenceTagger)
 from structlearn.datasets import load_ewt, load_ewt_pos
-
-
-
-def ranking_data(n=120, k=4, d=5, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, d)
-    S = X @ rng.randn(d, k) + 0.3 * rng.randn(n, k)
-    return X, np.argsort(np.argsort(-S, axis=1), axis=1) + 1
-
-
-def ordinal_data(n=150, d=4, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, d)
-    z = X @ rng.randn(d) + 0.3 * rng.randn(n)
-    return X, np.digitize(z, [-1.0, 0.0, 1.0]) * 10 + 5  # labels 5, 15, 25, 35
-
-
-def multilabel_data(n=150, k=4, d=5, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, d)
-    return X, (X @ rng.randn(d, k) + 0.3 * rng.randn(n, k) > 0).astype(int)
-
-
-def segment_data(n=60, seed=0):
-    """Chunks: type A is 'the' + nouns, type B 'to' + verbs; 'x' is outside."""
-    rng = np.random.RandomState(seed)
-    X, y = [], []
-    for _ in range(n):
-        toks, tags = [], []
-        for _ in range(rng.randint(1, 5)):
-            kind = rng.randint(3)
-            if kind == 2:
-                toks.append({"w": "x"})
-                tags.append("O")
-                continue
-            head, body, lab = ("the", "noun", "A") if kind == 0 else ("to", "verb", "B")
-            m = rng.randint(0, 3)
-            toks += [{"w": head}] + [{"w": body} for _ in range(m)]
-            tags += [f"B-{lab}"] + [f"I-{lab}"] * m
-        X.append(toks)
-        y.append(tags)
-    return X, y
-
-pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+from test_estimators import multilabel_data, ordinal_data, ranking_data
+from test_segment_tagger import segment_data
 
 
 def _repeat(X, y, w):
