@@ -8,6 +8,7 @@ from sklearn.utils import check_random_state
 
 from structlearn import (DependencyParser, LabelRanker, MultiLabelClassifier,
                          OrdinalRegressor, SegmentTagger, SequenceTagger)
+from test_parsing import toy_data as parse_data
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -69,12 +70,7 @@ def test_auto_alpha_on_every_kind_of_target(make, data):
         X = [[{"w": w} for w in s.split()] for s in ["a b c", "b c", "c a b a", "a a"]] * 6
         y = [["B-X", "I-X", "O"], ["B-Y", "O"], ["O", "B-X", "I-X", "O"], ["B-Y", "I-Y"]] * 6
     elif data == "parser":
-        X, y = [], []
-        for _ in range(30):
-            n = rng.randint(2, 7)
-            X.append([{"form": f"w{rng.randint(20)}", "upos": f"P{rng.randint(4)}"}
-                      for _ in range(n)])
-            y.append([0] + [rng.randint(1, k + 1) for k in range(1, n)])
+        X, y = parse_data(30)
     elif data == "tagger":
         words = ["the", "a", "cat", "dog", "sat", "ran"]
         X = [[{"w": w} for w in rng.choice(words, rng.randint(2, 6))] for _ in range(30)]
