@@ -759,8 +759,7 @@ SEQ_Y = [
      r"y\[2\]\[1\]"),
     ("label_array", lambda y: _seq_with(y, 4, 1, np.array(["V"])), r"y\[4\]\[1\]",
      r"y\[4\]\[1\]"),
-    ("unseen_label", lambda y: _seq_with(y, 3, 2, "ZZ"), VALID,
-     r"y\[3\]\[2\].*not seen in training"),
+    ("unseen_label", lambda y: _seq_with(y, 3, 2, "ZZ"), VALID, VALID),
     ("tuples", lambda y: tuple(tuple(s) for s in y), VALID, VALID),
     ("arrays", lambda y: [np.array(s) for s in y], VALID, VALID),
 ]

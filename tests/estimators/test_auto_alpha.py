@@ -118,3 +118,18 @@ def test_auto_alpha_in_a_pipeline_and_a_grid_search():
     search = GridSearchCV(pipe, {"ordinalregressor__loss": ["crf", "projection"]}, cv=3,
                           error_score="raise").fit(X, y)
     assert search.best_estimator_[-1].alpha == "auto"
+
+
+def test_auto_alpha_on_a_tagger_with_a_tag_of_one_sequence():
+    """A tag that occurs in one sequence only is missing from the training
+    part of the fold that holds it: the fold's score counts it as an error
+    (CoNLL-2000's I-INTJ made alpha='auto' raise before)."""
+    rng = np.random.RandomState(0)
+    words = ["the", "a", "cat", "dog", "sat", "ran"]
+    X = [[{"w": w} for w in rng.choice(words, rng.randint(2, 6))] for _ in range(30)]
+    y = [["D" if t["w"] in ("the", "a") else "N" if t["w"] in ("cat", "dog") else "V"
+          for t in s] for s in X]
+    y[4][0] = "RARE"
+    est = SequenceTagger(alpha="auto", max_iter=20).fit(X, y)
+    assert "RARE" in est.classes_
+    assert np.all(np.isfinite(est.cv_scores_))

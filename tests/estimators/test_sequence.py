@@ -300,8 +300,13 @@ def test_bad_input_is_rejected_with_clear_errors_and_state_unchanged():
             est.fit(Xb, yb)
         assert est.predict(X) == before
         assert (est.coef_ != coef).nnz == 0
-    with pytest.raises(ValueError, match="not seen in training"):
-        est.score(X, [[7] * len(s) for s in X])
+    # a label unseen in training is an error of the tagger, not of the input
+    assert est.score(X, [[7] * len(s) for s in X]) == 0.0
+    y_rare = [list(s) for s in y]
+    y_rare[0][0] = 7
+    n_tok = sum(len(s) for s in y)
+    want = est.score(X, y) - (est.predict(X)[0][0] == y[0][0]) / n_tok
+    assert est.score(X, y_rare) == pytest.approx(want)
     with pytest.raises(ValueError, match="feature_support"):
         SequenceTagger(feature_support="some").fit(X, y)
     with pytest.raises(ValueError, match="list of sequences"):
