@@ -18,10 +18,11 @@
   spells the same way (``--quick``, ``--datasets``, ``--n-jobs``,
   ``--repeat``, ``--out``, ``--no-write``, ``--data``), :func:`parse_args`
   applies them and
-  :func:`out_stem` says where (and whether) to write the results.
+  :func:`out_stem` says where (and whether) to write the results,
+  :func:`report` prints a report and writes it there.
 * **Data loaders and features**: CoNLL-2000 (CRFsuite's CRF++ template and
-  the template set of Martins et al. 2011), UD English EWT, MULAN, Chu &
-  Ghahramani, label ranking.
+  the template set of Martins et al. 2011), CoNLL-2002 NER, the UD
+  treebanks (UPOS tagging features), MULAN, Chu & Ghahramani, label ranking.
 * **Timing, warnings, memory**: :class:`Recorder`, :func:`timed_fit`,
   :func:`quiet_fit`, :func:`peak_memory_growth`, :func:`bcfw_trace`.
 * **Model selection** (ordinal, multilabel): :func:`select_and_refit`, the
@@ -193,6 +194,19 @@ def write_text(stem, text, suffix=".md"):
     return path
 
 
+def report(args, text, default):
+    """Print a results report, then write it to ``<out_stem(args, default)>.md``
+    (nothing with ``--quick`` or ``--no-write``, see :func:`out_stem`); the
+    path written, or None."""
+    print(text)
+    stem = out_stem(args, default)
+    if stem is None:
+        return None
+    path = write_text(stem, text)
+    print("wrote", path)
+    return path
+
+
 def command_line(argv=None):
     """``python benchmarks/<script>.py <args>``: how this run was started,
     for the results files (the script path relative to the repository)."""
@@ -316,6 +330,58 @@ def ewt_sentences(subset, n=None):
 
     sents = fetch_shared(fetch_ud_treebank, "en_ewt", subset)
     return sents[:n] if n else sents
+
+
+#: UD treebanks of the data folder: code -> folder
+UD_TREEBANKS = {"ja_gsd": "ud_japanese_gsd", "da_ddt": "ud_danish_ddt",
+                "ro_rrt": "ud_romanian_rrt", "nl_alpino": "ud_dutch_alpino",
+                "zh_gsd": "ud_chinese_gsd", "en_ewt": "ud_english_ewt"}
+#: the treebanks whose train file is not in the data folder: the README's
+#: small-data protocol (train on dev, tune by CV inside dev, report on test)
+SMALL_TREEBANKS = ("ro_rrt", "zh_gsd", "ja_gsd", "da_ddt", "nl_alpino")
+
+
+def ud_sentences(code, subset, n=None):
+    """The first ``n`` (default all) sentences of UD treebank ``code``
+    (:data:`UD_TREEBANKS`) ``subset`` (``train``, ``dev``, ``test``), as
+    :class:`structlearn.datasets.ConlluSentence` objects; English EWT by
+    :func:`ewt_sentences` (its checksummed fetcher)."""
+    if code == "en_ewt":
+        return ewt_sentences(subset, n)
+    from structlearn.datasets import read_conllu
+
+    if code not in UD_TREEBANKS:
+        raise SystemExit(f"unknown treebank {code!r}: one of {', '.join(UD_TREEBANKS)}")
+    sents = read_conllu(data_path(UD_TREEBANKS[code], f"{code}-ud-{subset}.conllu"))
+    return sents[:n] if n else sents
+
+
+def upos_xy(code, subset, n=None):
+    """UPOS tagging on UD treebank ``code`` ``subset`` (first ``n``
+    sentences): :func:`structlearn.datasets.pos_token_features` of the words
+    and the gold UPOS tags."""
+    from structlearn.datasets import pos_token_features
+
+    sents = ud_sentences(code, subset, n)
+    return ([pos_token_features([t["form"] for t in s.tokens]) for s in sents],
+            [[t["upos"] for t in s.tokens] for s in sents])
+
+
+def conll2002_xy(language, subset, template="default", n=None):
+    """CoNLL-2002 NER ``language`` (``esp``, ``ned``) ``subset`` (``train``,
+    ``testa``, ``testb``), first ``n`` sentences: the feature dicts of
+    :func:`structlearn.feature_extraction.column_features` with ``template``
+    on the (word, POS) columns -- what ``structlearn train`` builds from the
+    file (``'words'``: the word column only) -- and the IOB2 tags.  Research
+    use only: read from the data folder, never copied into the package."""
+    from structlearn.datasets import fetch_conll2002
+    from structlearn.feature_extraction import column_features
+
+    data = fetch_shared(fetch_conll2002, language, subset)
+    n = n or len(data.words)
+    return ([column_features(list(zip(w, p)), template)
+             for w, p in zip(data.words[:n], data.pos[:n])],
+            [list(t) for t in data.tags[:n]])
 
 
 def ewt_parsing_xy(subset, n=None):

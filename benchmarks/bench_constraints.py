@@ -20,8 +20,8 @@ import argparse
 import time
 
 # first: _common pins the BLAS threads before NumPy is imported
-from _common import (command_line, common_parser, conll2000_xy, fetch_shared,  # noqa: I001
-                     machine_info, md_table, out_stem, parse_args, quiet_fit, write_text)
+from _common import (command_line, common_parser, conll2000_xy, conll2002_xy,  # noqa: I001
+                     machine_info, md_table, parse_args, quiet_fit, report)
 
 import numpy as np  # noqa: E402
 
@@ -33,15 +33,6 @@ def invalid_bio(seq):
             return True
         prev = tag
     return False
-
-
-def ner_xy(subset):
-    from structlearn.datasets import fetch_conll2002
-    from structlearn.feature_extraction import column_features
-
-    data = fetch_shared(fetch_conll2002, "esp", subset)
-    return [column_features(list(w), "words") for w in data.words], \
-        [list(t) for t in data.tags]
 
 
 def constraints_rows(tasks, losses, n_train, n_test, n_jobs):
@@ -125,7 +116,8 @@ def main(argv=None):
     Xte, yte = conll2000_xy("test")
     tasks = {"CoNLL-2000": (Xtr, ytr, Xte, yte)}
     try:
-        tasks["CoNLL-2002 esp (words)"] = (*ner_xy("train"), *ner_xy("testb"))
+        tasks["CoNLL-2002 esp (words)"] = (*conll2002_xy("esp", "train", "words"),
+                                            *conll2002_xy("esp", "testb", "words"))
     except (OSError, ValueError) as e:
         print(f"CoNLL-2002 skipped: {e}")
     header1 = ["data", "loss", "free map", "free calibrated", "BIO map", "BIO calibrated",
@@ -144,10 +136,7 @@ def main(argv=None):
         f"sentences", "", md_table(header1, rows1), "",
         f"## Partial labels: CoNLL-2000, {n_train} training sentences, tags hidden at "
         f"random (constraints='BIO')", "", md_table(header2, rows2), ""])
-    print(text)
-    stem = out_stem(args, "constraints")
-    if stem is not None:
-        print("wrote", write_text(stem, text))
+    report(args, text, "constraints")
 
 
 if __name__ == "__main__":

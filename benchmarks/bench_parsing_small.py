@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
-    Recorder, common_parser, data_path, machine_info, md_table, out_stem, parse_args,
-    timed_fit, write_csv, write_text)
+    UD_TREEBANKS, Recorder, common_parser, machine_info, md_table, out_stem, parse_args,
+    timed_fit, ud_sentences, write_csv, write_text)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -34,13 +34,10 @@ import numpy as np  # noqa: E402
 from sklearn.model_selection import KFold  # noqa: E402
 
 from structlearn import DependencyParser  # noqa: E402
-from structlearn.datasets import read_conllu  # noqa: E402
 from structlearn.metrics import uas  # noqa: E402
 
 #: code -> folder in the data folder (``$STRUCTLEARN_BENCH_DATA``, ``../shared/data``)
-TREEBANKS = {"ja_gsd": "ud_japanese_gsd", "da_ddt": "ud_danish_ddt",
-             "ro_rrt": "ud_romanian_rrt", "nl_alpino": "ud_dutch_alpino",
-             "zh_gsd": "ud_chinese_gsd", "en_ewt": "ud_english_ewt"}
+TREEBANKS = UD_TREEBANKS
 #: loss -> estimator parameters
 LOSSES = {"crf": {"loss": "crf"},
           "sparsemap": {"loss": "sparsemap"},
@@ -54,7 +51,7 @@ PAPER = {"en_ewt": {"hinge": 87.02, "crf": 86.74, "sparsemap": 86.90, "m-sparsem
 
 
 def load(code, subset):
-    sents = read_conllu(data_path(TREEBANKS[code], f"{code}-ud-{subset}.conllu"))
+    sents = ud_sentences(code, subset)
     return [s.tokens for s in sents], [s.heads for s in sents]
 
 

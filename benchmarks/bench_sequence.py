@@ -42,8 +42,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
-    common_parser, conll2000_xy, ewt_sentences, machine_info, md_table, out_stem,
-    parse_args, peak_memory_growth, skip_missing_peers, write_csv, write_text)
+    common_parser, conll2000_xy, machine_info, md_table, out_stem, parse_args,
+    peak_memory_growth, skip_missing_peers, upos_xy, write_csv, write_text)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -61,20 +61,11 @@ EPOCHS = 10  # perceptron epochs (both libraries) and SGD epochs of the SVMs
 BCFW_EPOCHS = 100  # epoch budget of the certified (bcfw) rows: tol is a 1e-3 relative gap
 
 
-def ewt_xy(subset):
-    from structlearn.datasets import pos_token_features
-
-    sents = ewt_sentences(subset)
-    X = [pos_token_features([t["form"] for t in s.tokens]) for s in sents]
-    y = [[t["upos"] for t in s.tokens] for s in sents]
-    return X, y
-
-
 def load(task, quick, n_train=None):
     if task == "conll2000":
         (Xtr, ytr), (Xte, yte) = conll2000_xy("train"), conll2000_xy("test")
     else:
-        (Xtr, ytr), (Xte, yte) = ewt_xy("train"), ewt_xy("test")
+        (Xtr, ytr), (Xte, yte) = upos_xy("en_ewt", "train"), upos_xy("en_ewt", "test")
     if quick:
         Xtr, ytr, Xte, yte = Xtr[:1000], ytr[:1000], Xte[:300], yte[:300]
     if n_train:
