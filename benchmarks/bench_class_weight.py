@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
-    command_line, common_parser, data_path, out_stem, parse_args, write_text)
+    command_line, common_parser, data_path, parse_args, report)
 
 import argparse  # noqa: E402
 
@@ -85,10 +85,7 @@ def main(argv=None):
                      f"{macro.mean():.3f} ({macro.std():.3f}) | "
                      + " | ".join(f"{v:.2f}" for v in np.nanmean(pc, axis=0)) + " |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    stem = out_stem(args, "class_weight")
-    if stem is not None:
-        print("wrote", write_text(stem, text))
+    report(args, text, "class_weight")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
-    common_parser, data_home, machine_info, md_table, out_stem, parse_args, write_text)
+    common_parser, data_home, machine_info, md_table, parse_args, report)
 
 import argparse  # noqa: E402
 import io  # noqa: E402
@@ -122,10 +122,7 @@ def main(argv=None):
             f"{machine_info()}\n\nSpeed (UD English EWT train, parse to forms, heads, "
             f"relations; CPU time, the two readers alternating):\n\n{speed}\n\n"
             f"What each reader catches:\n\n{catches}\n")
-    print(text)
-    stem = out_stem(args, "conllu_reader")
-    if stem is not None:
-        print("wrote", write_text(stem, text))
+    report(args, text, "conllu_reader")
 
 
 if __name__ == "__main__":

@@ -19,8 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
-    command_line, common_parser, conll2000_xy, machine_info, md_table, out_stem, parse_args,
-    write_text)
+    command_line, common_parser, conll2000_xy, machine_info, md_table, parse_args, report)
 
 import argparse  # noqa: E402
 import time  # noqa: E402
@@ -90,9 +89,7 @@ def main(argv=None):
     text = "\n".join([
         "# The chain projection on long chains: exact vs capped active set", "",
         f"Command: `{command_line(argv)}`", "", f"Machine: {info}", "", table, ""])
-    stem = out_stem(args, "projection_length")
-    if stem:
-        print("wrote", write_text(stem, text))
+    report(args, text, "projection_length")
 
 
 if __name__ == "__main__":
