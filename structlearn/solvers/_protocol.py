@@ -5,7 +5,7 @@ their own, each named for the solver that uses it:
 
 * **example weights** (``sample_weight``): the objective is ``sum_i w_i
   loss_i / sum_i w_i + alpha/2 ||z_P||^2``.  A problem stores its weights
-  normalised to mean 1 (:func:`normalized_weights`; None: every weight
+  normalised to mean 1 (``normalized_weights``; None: every weight
   1), so that ``sum_i w_i = n`` and the objective is ``(1/n) sum_i w_i
   loss_i + ...``: the solvers that average ``value_and_grad`` over the
   examples (L-BFGS, OWL-QN, the cutting planes, SGD, the perceptron and the
@@ -44,7 +44,7 @@ class Problem(Protocol):
     #: number of examples ``n``
     n_samples: int
     #: None (every weight 1) or the example weights ``w``, normalised to
-    #: mean 1 (:func:`normalized_weights`); optional: a problem without the
+    #: mean 1 (``normalized_weights``); optional: a problem without the
     #: attribute is unweighted
     sample_weight: np.ndarray
     #: length of ``z``
