@@ -246,9 +246,8 @@ def wine(args):
             f"benchmarks/bench_defaults.py --task wine`\n\nMachine: {machine_info()}\n\n"
             f"{md_table(['wine', 'loss', 'MAE (5-fold)', 'fit CPU s (mean)'], rows)}\n")
 
+
 # ------------------------------------------------------------------ tagging
-#: name -> (loader of (X_train, y_train, X_test, y_test) given n_train,
-#: metric, large set?)
 def _upos(code, small):
     def load(n):
         tr = "dev" if small else "train"
@@ -266,6 +265,8 @@ def _conll2002(lang):
             "F1", True)
 
 
+#: name -> (loader of (X_train, y_train, X_test, y_test) given a cap on the
+#: training sentences, metric, large set?)
 TAG_SETS = {
     "en_ewt UPOS": _upos("en_ewt", False),
     **{f"{code} UPOS (trained on dev)": _upos(code, True) for code in SMALL_TREEBANKS},
