@@ -398,8 +398,7 @@ def _tagging_report(args, results, n_train, auto_n):
                         "fit CPU s", "alpha picked"], body) + "\n")
     if errors:
         text += ("\n(a) the fit raised: " + "; ".join(f"`{e[:300]}`" for e in errors)
-                 + ".  alpha='auto' scores each held-out fold by `score`, which refuses "
-                   "a tag the fold's training part never saw.\n")
+                 + ".\n")
     if cv_rows:
         text += ("\nalpha='auto''s cross-validation path: mean 3-fold CV token accuracy (%) "
                  "per alpha (bold: the best)\n\n"
@@ -566,8 +565,8 @@ def main(argv=None):
             row.append(cell)
         rows.append(row)
     cpu_rows = [[d] + [f"{np.mean(cpu[d, m]):.2f}" for m in MODELS] for d in args.datasets]
-    text = (f"# Ordinal defaults against alpha='auto' and mord's default\n\nCommand: `python "
-            f"benchmarks/bench_defaults.py --partitions {args.partitions}`\n\nMachine: "
+    text = (f"# Ordinal defaults against alpha='auto' and mord's default\n\nCommand: "
+            f"`{command_line()}`\n\nMachine: "
             f"{machine_info()}\n\nTest MAE, mean over partitions 1..{args.partitions} "
             f"(chosen alphas in parentheses; bold: the best of the row):\n\n"
             f"{md_table(['data set'] + list(MODELS), rows)}\n\nFit CPU seconds (mean):\n\n"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is imported)
-    common_parser, data_home, machine_info, md_table, parse_args, report)
+    command_line, common_parser, data_home, machine_info, md_table, parse_args, report)
 
 import argparse  # noqa: E402
 import io  # noqa: E402
@@ -117,8 +117,8 @@ def main(argv=None):
         for name, make in cases:
             rows.append([name] + [_catches(fn, make) for fn in readers.values()])
     catches = md_table(["malformed input (error on line 2 or 3)"] + list(readers), rows)
-    text = (f"# CoNLL-U readers: ours and the conllu package\n\nCommand: `python benchmarks/"
-            f"micro/bench_conllu_reader.py --repeat {args.repeat}`\n\nMachine: "
+    text = (f"# CoNLL-U readers: ours and the conllu package\n\nCommand: "
+            f"`{command_line()}`\n\nMachine: "
             f"{machine_info()}\n\nSpeed (UD English EWT train, parse to forms, heads, "
             f"relations; CPU time, the two readers alternating):\n\n{speed}\n\n"
             f"What each reader catches:\n\n{catches}\n")
