@@ -146,12 +146,8 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
         s_true = 0.0
         for j in range(p):
             s_true += theta[j] * phi[j]
-        # a new row: nothing to warm-start from
-        family_map(family, theta, params, cand, iwork, fwork, cold)
-        s_map = 0.0
-        for j in range(p):
-            s_map += theta[j] * cand[j]
-        search_init(st, s_true, s_map, lam_l, L_max, L_eps, n_search)
+        search_init(st, s_true, lam_l, L_max, L_eps, n_search)
+        first = True   # a new row: nothing to warm-start from
         while True:
             lam = search_next(st)
             if lam < 0.0:
@@ -159,7 +155,8 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
             # the best structure other than y at theta + lam c
             for j in range(p):
                 eta[j] = theta[j] + lam * c[j]
-            family_map(family, eta, params, cand, iwork, fwork, warm)
+            family_map(family, eta, params, cand, iwork, fwork, cold if first else warm)
+            first = False
             same = True
             for j in range(p):
                 if cand[j] != phi[j]:

@@ -613,26 +613,6 @@ def _next_tag(theta, base, L, K, gamma, t, a):
 
 
 @njit(cache=True, nogil=True)
-def _map_backward_into(theta, base, L, K, y2, gamma, nxt):
-    """A best tag sequence of the block at ``base`` into ``y2[:L]`` from the
-    table of :func:`_backward_max_into` (the Viterbi sequence where it is
-    unique; ties go to the lowest tag from the left, not from the right)."""
-    st = base + L * K + K * K
-    _backward_max_into(theta, base, L, K, gamma, nxt)
-    k = 0
-    best = theta[st] + theta[base] + gamma[0]
-    for j in range(1, K):
-        v = theta[st + j] + theta[base + j] + gamma[j]
-        if v > best:
-            best = v
-            k = j
-    y2[0] = k
-    for t in range(L - 1):
-        k = _next_tag(theta, base, L, K, gamma, t, k)
-        y2[t + 1] = k
-
-
-@njit(cache=True, nogil=True)
 def _second_best_into(theta, base, L, K, y, o, y2, o2, gamma, nxt):
     """Write the best tag sequence of the block at ``base`` different from
     ``y[o:o + L]`` into ``y2[o2:o2 + L]`` (``K >= 2``; see
@@ -745,7 +725,6 @@ def approx_slack_batch(theta, theta_or, y, part_off, tok_off, K, n_search, epsil
     for i in range(n):
         Lmax_all = max(Lmax_all, tok_off[i + 1] - tok_off[i])
     cand = np.empty(Lmax_all, dtype=np.int64)
-    ymap = np.empty(Lmax_all, dtype=np.int64)
     gamma = np.empty(Lmax_all * K)
     nxt = np.empty(K)
     st = np.zeros(SEARCH_STATE)
@@ -757,9 +736,7 @@ def approx_slack_batch(theta, theta_or, y, part_off, tok_off, K, n_search, epsil
         aug = theta_or[base:base + p].copy()
         s_true = _score_seq(theta, base, L, K, y, o)
         L_max = float(L)
-        _map_backward_into(theta_or, base, L, K, ymap, gamma, nxt)
-        s_map = _score_seq(theta, base, L, K, ymap, 0)
-        search_init(st, s_true, s_map, epsilon / L_max, L_max, 1.0, n_search)
+        search_init(st, s_true, epsilon / L_max, L_max, 1.0, n_search)
         while True:
             lam = search_next(st)
             if lam < 0.0:

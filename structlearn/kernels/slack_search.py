@@ -15,7 +15,7 @@ over a small state vector, and each kernel
 (:func:`structlearn.kernels.approx_slack.approx_slack_batch`,
 :func:`structlearn.kernels.chain.approx_slack_batch`) runs the loop::
 
-    search_init(st, s_true, s_map, lam_l, L_max, L_eps, n_search)
+    search_init(st, s_true, lam_l, L_max, L_eps, n_search)
     while True:
         lam = search_next(st)            # < 0: the search is over
         if lam < 0:
@@ -43,6 +43,22 @@ The labelings met are the reference's
 (:meth:`structlearn.structures.base.Structure.approx_slack_search`, which
 calls the oracle every time) except for exact ties between different
 labelings with the same score and cost.
+
+The upper end without a MAP call.  Sarawagi & Gupta set ``lambda_u = (s(y_1)
+- s(y_i) + 1 - xi / L_max) / L_eps`` with ``y_1`` the MAP, one more oracle
+call per row.  The first evaluation already bounds the MAP's score: ``H(lambda_l)
+= max_{y != y_i} s(y) + lambda_l L(y)`` is at least the score of every
+labeling other than ``y_i`` (costs are non-negative), so ``s(y_1) <=
+max(s(y_i), H(lambda_l))``, at most ``lambda_l L_max = epsilon`` above it.
+The driver uses that bound: ``lambda_u`` is then at most ``epsilon / L_eps``
+larger than the paper's, which their argument allows (any ``lambda_u`` at
+least theirs is sufficient), and the reference does the same.
+
+Rows with nothing violated.  For the same reason, when ``H(lambda_l) <=
+s(y_i) - 1`` every labeling other than ``y_i`` has a margin of at least 1,
+so no slack hinge is positive: the search stops after that one call (the
+result, ``y_i`` and a zero loss, is the reference's).  Late in training most
+rows are such.
 """
 
 import numpy as np
@@ -62,10 +78,9 @@ SEARCH_STATE = 28
 
 
 @njit(cache=True, nogil=True, inline="always")
-def search_init(st, s_true, s_map, lam_l, L_max, L_eps, n_search):
+def search_init(st, s_true, lam_l, L_max, L_eps, n_search):
     """Start a search (one row) in the state vector ``st`` (float64, of
-    :data:`SEARCH_STATE` entries): ``s_true = s(y_i)``, ``s_map`` the MAP's
-    score, ``lam_l`` the lower end, ``L_max`` / ``L_eps`` the largest cost
+    :data:`SEARCH_STATE` entries): ``s_true = s(y_i)``, ``lam_l`` the lower end, ``L_max`` / ``L_eps`` the largest cost
     and the smallest gap between distinct costs, ``n_search`` golden-section
     evaluations after the two ends.  The count of oracle calls
     (:func:`search_calls`) carries over from row to row."""
@@ -74,7 +89,6 @@ def search_init(st, s_true, s_map, lam_l, L_max, L_eps, n_search):
     st[_XI] = 0.0
     st[_BEST] = 0.0
     st[_STRUE] = s_true
-    st[_SMAP] = s_map
     st[_LAML] = lam_l
     st[_LMAX] = L_max
     st[_LEPS] = L_eps
@@ -198,6 +212,13 @@ def search_tell(st, s, L):
         st[_XI] = st[_BEST]
         if e == -2.0:
             st[_SA] = s
+            # H(lam_l) bounds the MAP's score (module docstring) ...
+            h = s + st[_LAML] * L
+            st[_SMAP] = max(st[_STRUE], h)
+            if h <= st[_STRUE] - 1.0:
+                # ... and certifies that nothing is violated: done
+                st[_E] = max(st[_N], 0.0)
+                return better
             st[_LA] = L
         else:
             st[_SB] = s

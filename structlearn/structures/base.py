@@ -326,8 +326,10 @@ class Structure:
             return s, L
 
         lam_l = np.broadcast_to(epsilon / np.asarray(L_max, dtype=float), (n,)).copy()
-        s_map = structure.dot(theta, structure.encode(structure.argmax(theta)))
-        evaluate(lam_l)
+        s_l, L_l = evaluate(lam_l)
+        # the MAP's score, bounded by H(lam_l) (kernels.slack_search: one
+        # oracle call fewer, lam_u at most epsilon / L_eps larger)
+        s_map = np.maximum(s_true, s_l + lam_l * L_l)
         xi = best_g.copy()
         lam_u = np.maximum((s_map - s_true + 1.0 - xi / L_max) / L_eps, lam_l)
         evaluate(lam_u)

@@ -842,6 +842,68 @@ def test_fixed_size_approx_slack_kernel_equals_the_generic_search(name):
         assert skipped == 3
 
 
+@pytest.mark.parametrize("name", ["chain", "cube", "knapsack", "order", "permutahedron",
+                                  "birkhoff"])
+def test_approx_slack_stops_after_one_call_where_nothing_is_violated(name):
+    # kernels.slack_search: H(lambda_l) <= s(y_i) - 1 certifies that every
+    # other labeling has a margin of at least 1; the search then stops after
+    # that one oracle call.  Rows with a large margin (certified) are mixed
+    # with rows without; the kernel must still equal the reference (which
+    # never stops early), and the certified rows' brute-force slack loss is 0.
+    from itertools import product
+    from structlearn.kernels.chain import approx_slack_batch as chain_batch
+    from structlearn.structures import Chain
+    rng = np.random.default_rng(11)
+    n = 60
+    big = rng.random(n) < 0.5          # rows whose truth wins by far
+    if name == "chain":
+        K, L = 3, 3
+        st = Chain(K, np.arange(0, L * n + 1, L))
+        y = rng.integers(0, K, n * L)
+        theta = 0.3 * rng.normal(size=st.n_parts)
+        theta[st.unary_mask] += (np.repeat(np.where(big, 6.0, 0.2), L)[:, None]
+                                 * np.eye(K)[y]).ravel()
+        Y_all = np.array(list(product(range(K), repeat=L)))
+        s_all = np.stack([st.dot(theta, st.encode(np.tile(a, n))) for a in Y_all], axis=1)
+        s_true = st.dot(theta, st.encode(y))
+        cost = (Y_all[None, :, :] != y.reshape(n, L)[:, None, :]).sum(axis=2)
+        got = st.approx_slack_violator(theta, y, 12, 1e-3)
+        ref = st.approx_slack_search(theta, y, 12, 1e-3)
+
+        def calls(rows):
+            sub = Chain(K, np.arange(0, L * len(rows) + 1, L))
+            th = np.concatenate([theta[st.part_off[i]:st.part_off[i + 1]] for i in rows])
+            yy = np.concatenate([y[i * L:(i + 1) * L] for i in rows])
+            return chain_batch(th, sub._theta(th), sub._y(yy), sub.part_off, sub.tok_off,
+                               K, 12, 1e-3)[1]
+    else:
+        st = _fixed_size_structures()[name]
+        Y_all = st.all_outputs()
+        Y = Y_all[rng.integers(0, len(Y_all), n)]
+        Phi_all, Phi = st.encode(Y_all), st.encode(Y)
+        theta = (0.3 * rng.normal(size=(n, st.n_parts))
+                 + np.where(big, 6.0, 0.3)[:, None] * (2.0 * Phi - 1.0))
+        s_all = theta @ Phi_all.T
+        s_true = np.einsum("ij,ij->i", theta, Phi)
+        C = st.cost_vector(Phi)
+        cost = Phi_all @ C.T - np.einsum("ij,ij->i", Phi, C)
+        cost = cost.T
+        got = st.approx_slack_violator(theta, Y, 12, 1e-3)
+        ref = st.approx_slack_search(theta, Y, 12, 1e-3)
+
+        def calls(rows):
+            return st._approx_slack_kernel(theta[rows], Y[rows], 12, 1e-3)[3]
+    np.testing.assert_array_equal(got, ref)
+    # brute force: the exact slack loss is 0 on the certified rows only
+    exact = np.max(np.maximum(cost * (1.0 - s_true[:, None] + s_all), 0.0), axis=1)
+    assert np.all(exact[big] == 0.0)
+    violated = np.flatnonzero(exact > 0.0)
+    assert len(violated) >= n // 4
+    # one oracle call per certified row; a violated row needs the search
+    assert calls(np.flatnonzero(big)) == big.sum()
+    assert calls(violated) >= 2 * len(violated)
+
+
 @pytest.mark.parametrize("k", [2, 3, 5, 8, 12])
 def test_birkhoff_sparsemap_by_projection_equals_the_active_set(k):
     # Birkhoff SparseMAP is computed by the Euclidean projection; the
