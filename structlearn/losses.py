@@ -181,8 +181,12 @@ class Hinge(Loss):
     cutting-plane trainer: the slack ``xi`` in ``F(lambda) = max_{y != y_i}
     s(y) + lambda L(y) - 2 sqrt(xi lambda)`` is taken as the largest slack
     hinge ``L(y)(1 - s(y_i) + s(y))`` among the labelings found at the two
-    ends of the interval ``[lambda_l, lambda_u]`` (Sec. 3.1 bounds); the
-    search minimises ``F`` (convex, Claim 3.2) by golden section (the
+    ends of the interval ``[lambda_l, lambda_u]`` (Sec. 3.1 bounds, except
+    that the MAP score in ``lambda_u`` is replaced by its upper bound
+    ``max(s(y_i), H(lambda_l))`` from the first evaluation, which saves a
+    MAP call and moves ``lambda_u`` up by at most ``epsilon / L_eps``; a
+    row whose ``H(lambda_l) <= s(y_i) - 1`` has nothing violated and stops
+    there); the search minimises ``F`` (convex, Claim 3.2) by golden section (the
     kernels skip the oracle where its answer is known, the same labelings
     met: ``structlearn.kernels.slack_search``); among all
     labelings met, the one with the largest slack hinge defines the loss
