@@ -66,19 +66,22 @@ def chain_split_guess(eta, L, K, min_gap, split):
 
 
 @njit_on_first_call(
-    types.int64(types.float64[::1], types.int64, types.int64, types.int64[::1], _ORACLE,
-                types.int64, types.float64, types.float64[::1]), cache=True, nogil=True)
+    types.UniTuple(types.int64, 2)(
+        types.float64[::1], types.int64, types.int64, types.int64[::1], _ORACLE,
+        types.int64, types.float64, types.float64[::1]), cache=True, nogil=True)
 def chain_solve_pieces(eta, L, K, split, oracle, max_iter, tol, mu):
     """SparseMAP of one chain block with the positions ``split[t] >= 0``
     fixed to that tag: the pieces between them solved independently by the
     active set (each to ``tol / n_pieces``, so that their gaps add up to at
     most ``tol`` relative to the block's scale) and joined into ``mu``
-    (the block's full layout, overwritten).  Returns the number of pieces."""
+    (the block's full layout, overwritten).  Returns the number of pieces
+    and how many of their solves stopped at ``max_iter`` unconverged."""
     tr = L * K
     st = tr + K * K
     en = st + K
     mu[:] = 0.0
     n_pieces = 0
+    n_capped = 0
     t = 0
     while t < L:
         if split[t] >= 0:
@@ -120,7 +123,9 @@ def chain_solve_pieces(eta, L, K, split, oracle, max_iter, tol, mu):
             e[pst + c] = eta[st + c] if a == 0 else eta[tr + split[a - 1] * K + c]
             e[pen + c] = eta[en + c] if b == L else eta[tr + c * K + split[b]]
         params = np.array([float(n), float(K)])
-        m, _, _, _ = sparsemap_active_set(e, ptr, oracle, params, max_iter, tol_p)
+        m, _, _, n_iter = sparsemap_active_set(e, ptr, oracle, params, max_iter, tol_p)
+        if n_iter >= max_iter:
+            n_capped += 1
         for j in range(ptr):
             mu[a * K + j] = m[j]
         for j in range(K * K):
@@ -134,7 +139,7 @@ def chain_solve_pieces(eta, L, K, split, oracle, max_iter, tol, mu):
                 mu[en + c] = m[pen + c]
             else:
                 mu[tr + c * K + split[b]] += m[pen + c]
-    return n_pieces
+    return n_pieces, n_capped
 
 
 @njit_on_first_call(
@@ -155,14 +160,15 @@ def chain_sparsemap_gap(eta, L, K, mu, v):
 
 
 @njit_on_first_call(
-    types.UniTuple(types.int64, 2)(
+    types.UniTuple(types.int64, 3)(
         types.float64[::1], types.int64, types.int64, _ORACLE, types.int64,
         types.float64, types.float64, types.float64[::1]), cache=True, nogil=True)
 def sparsemap_chain_split(eta, L, K, oracle, max_iter, tol, min_gap, mu):
     """Chain SparseMAP of one block (unary parts penalised) by certified
     splitting (module doc); writes the marginals into ``mu`` and returns
-    ``(rounds, n_pieces)``: the number of piece solves and the pieces of
-    the accepted one (1 piece and no split: the plain active set)."""
+    ``(rounds, n_pieces, n_capped)``: the number of piece solves, the
+    pieces of the accepted one (1 piece and no split: the plain active set)
+    and how many of those stopped at ``max_iter`` unconverged."""
     split = np.empty(L, dtype=np.int64)
     chain_split_guess(eta, L, K, min_gap, split)
     v = np.empty(L, dtype=np.int64)
@@ -170,15 +176,16 @@ def sparsemap_chain_split(eta, L, K, oracle, max_iter, tol, min_gap, mu):
     rounds = 0
     while True:
         rounds += 1
-        n_pieces = chain_solve_pieces(eta, L, K, split, oracle, max_iter, tol, mu)
+        n_pieces, n_capped = chain_solve_pieces(eta, L, K, split, oracle, max_iter, tol,
+                                                mu)
         n_split = 0
         for t in range(L):
             if split[t] >= 0:
                 n_split += 1
         if n_split == 0:
-            return rounds, n_pieces
+            return rounds, n_pieces, n_capped
         if chain_sparsemap_gap(eta, L, K, mu, v) <= limit:
-            return rounds, n_pieces
+            return rounds, n_pieces, n_capped
         dropped = 0
         for t in range(L):
             if split[t] >= 0 and v[t] != split[t]:
@@ -189,20 +196,26 @@ def sparsemap_chain_split(eta, L, K, oracle, max_iter, tol, min_gap, mu):
 
 
 @njit_on_first_call(
-    types.float64[::1](types.float64[::1], types.int64[::1], types.int64[::1], types.int64,
-                       _ORACLE, types.int64, types.float64, types.float64),
+    types.Tuple((types.float64[::1], types.int64))(
+        types.float64[::1], types.int64[::1], types.int64[::1], types.int64,
+        _ORACLE, types.int64, types.float64, types.float64),
     cache=True, nogil=True)
 def sparsemap_chain_split_batch(theta, part_off, tok_off, K, oracle, max_iter, tol,
                                 min_gap):
-    """:func:`sparsemap_chain_split` on every block of a flat chain batch."""
+    """:func:`sparsemap_chain_split` on every block of a flat chain batch;
+    returns the marginals and the number of blocks with a piece solve
+    stopped at ``max_iter`` unconverged."""
     n = tok_off.shape[0] - 1
     mu = np.zeros(theta.shape[0])
+    n_capped = 0
     for i in range(n):
         a = part_off[i]
         b = part_off[i + 1]
         m = np.empty(b - a)
-        sparsemap_chain_split(theta[a:b].copy(), tok_off[i + 1] - tok_off[i], K, oracle,
-                              max_iter, tol, min_gap, m)
+        _, _, capped = sparsemap_chain_split(theta[a:b].copy(), tok_off[i + 1] - tok_off[i],
+                                             K, oracle, max_iter, tol, min_gap, m)
+        if capped > 0:
+            n_capped += 1
         for j in range(b - a):
             mu[a + j] = m[j]
-    return mu
+    return mu, n_capped

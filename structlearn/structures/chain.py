@@ -26,7 +26,7 @@ from ..kernels.linear import (
     chain_unary_mask,
     chain_unary_view,
 )
-from .base import RaggedStructure
+from .base import RaggedStructure, _warn_capped
 
 #: Sequences at least this long are solved by certified splitting in
 #: SparseMAP (``structlearn.kernels.chain_split``); shorter ones by the
@@ -307,9 +307,11 @@ class Chain(RaggedStructure):
         theta = self._theta(theta)
         oracle, _ = self._oracles()
         if long.all():
-            return sparsemap_chain_split_batch(theta, self.part_off, self.tok_off,
-                                               self.n_tags, oracle, int(max_iter),
-                                               float(tol), SPLIT_MIN_GAP)
+            mu, n_capped = sparsemap_chain_split_batch(theta, self.part_off, self.tok_off,
+                                                       self.n_tags, oracle, int(max_iter),
+                                                       float(tol), SPLIT_MIN_GAP)
+            _warn_capped(n_capped, max_iter)
+            return mu
         # the long sequences apart; the short ones as a batch of their own
         # (its warm cache under its own key: the split is the same at every
         # call on the same batch)
@@ -323,9 +325,10 @@ class Chain(RaggedStructure):
         lng = np.flatnonzero(long)
         lparts = self._block_index(lng)
         ltok = np.concatenate(([0], np.cumsum(self.lengths[lng])))
-        mu[lparts] = sparsemap_chain_split_batch(
+        mu[lparts], n_capped = sparsemap_chain_split_batch(
             np.ascontiguousarray(theta[lparts]), chain_part_offsets(ltok, self.n_tags), ltok,
             self.n_tags, oracle, int(max_iter), float(tol), SPLIT_MIN_GAP)
+        _warn_capped(n_capped, max_iter)
         return mu
 
     def _block_index(self, seqs):

@@ -81,3 +81,29 @@ def test_chain_sparsemap_long_and_short_batch(monkeypatch):
         np.testing.assert_allclose(mu[ch.unary_mask], ref[ch.unary_mask], atol=1e-7)
         np.testing.assert_allclose(ch.dot(theta, mu) - 0.5 * ch.unary_sq(mu),
                                    ch.dot(theta, ref) - 0.5 * ch.unary_sq(ref), atol=1e-7)
+
+
+@pytest.mark.parametrize("all_long", [True, False])
+def test_split_solve_stopped_at_max_iter_warns(monkeypatch, all_long):
+    # the split kernel counts the sequences with a piece solve that ran out
+    # of iterations, and Chain.sparsemap turns them into a ConvergenceWarning
+    # (as the whole-chain active set does); converged solves are silent
+    import warnings
+    from sklearn.exceptions import ConvergenceWarning
+    from structlearn.kernels.chain_split import sparsemap_chain_split_batch
+    from structlearn.kernels.linear import chain_part_offsets
+    monkeypatch.setattr(chain_mod, "SPLIT_MIN_LENGTH", 20)
+    rng = np.random.default_rng(5)
+    lengths = [40, 60] if all_long else [3, 40, 60]
+    tok_off = np.concatenate(([0], np.cumsum(lengths)))
+    ch = Chain(4, tok_off)
+    theta = 0.3 * rng.normal(size=ch.n_parts)   # near-uniform: many vertices
+    _, n_capped = sparsemap_chain_split_batch(theta, chain_part_offsets(tok_off, 4), tok_off,
+                                              4, chain_map, 2, 1e-9, chain_mod.SPLIT_MIN_GAP)
+    assert n_capped > 0
+    with pytest.warns(ConvergenceWarning, match="stopped at max_iter=2"):
+        capped = ch.sparsemap(theta, max_iter=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        exact = ch.sparsemap(theta)
+    assert np.abs(capped - exact).max() > 1e-6
