@@ -454,175 +454,6 @@ def _answer(table, tw, keys, known, vals, j):
 
 
 @njit(cache=True, nogil=True)
-def _one_sided_weights(table, tw, S, n, nt, one_side, WP, KP, DONE, keys, known, vals, src):
-    """Phase 1 of :func:`arc_scores_direct` on one sentence: the plain
-    weights of the one-sided templates per sentence position into ``WP``
-    (known: ``KP``), and no direction-distance weight yet (``DONE``).
-
-    The phases are separate kernels, called once per sentence, so that
-    Numba infers the types of three small functions instead of one large
-    one (type inference grows faster than linearly with a function's size:
-    seconds of a first parser fit); the per-key loops inside them are the
-    same code as before."""
-    c = 0
-    for t in range(nt):
-        if one_side[t]:
-            for p in range(n + 1):
-                if c == len(keys):
-                    for j in range(c):
-                        _answer(table, tw, keys, known, vals, j)
-                    for j in range(c):
-                        q = src[j]
-                        WP[q // (n + 1), q % (n + 1)] = vals[j]
-                        KP[q // (n + 1), q % (n + 1)] = known[j]
-                    c = 0
-                _request(table, keys, c, _plain_key(S[t, p]))
-                src[c] = t * (n + 1) + p
-                c += 1
-                DONE[t, p, :] = False
-    for j in range(c):
-        _answer(table, tw, keys, known, vals, j)
-    for j in range(c):
-        q = src[j]
-        WP[q // (n + 1), q % (n + 1)] = vals[j]
-        KP[q // (n + 1), q % (n + 1)] = known[j]
-
-
-@njit(cache=True, nogil=True)
-def _arc_pair_scores(A, w0, n, T, table, tw, S, nh, one_side, pair, dd_implies_plain, WP, KP,
-                     WD, DONE, keys, known, vals, src, hx, PV, DV, PK, theta, r0):
-    """Phase 2 of :func:`arc_scores_direct` on one sentence: every arc's
-    plain and direction-distance features of the ordinary templates, summed
-    into ``theta`` (block at ``r0``)."""
-    nt = T.shape[0]
-    for m in range(1, n + 1):
-        for h in range(n + 1):
-            if h == m:
-                continue
-            dd = _dir_dist(h, m)
-            # plain keys of the two-sided templates
-            c = 0
-            for t in pair:
-                x = _plain_hash(S, A, w0, n, T, t, nh[t], h, m)
-                hx[t] = x
-                _request(table, keys, c, _plain_key(x))
-                src[c] = t
-                c += 1
-            for j in range(c):
-                _answer(table, tw, keys, known, vals, j)
-            for j in range(c):
-                t = src[j]
-                PK[t] = known[j]
-                PV[t] = vals[j]
-            # direction-distance keys: two-sided, and one-sided not yet known
-            c = 0
-            for t in range(nt):
-                DV[t] = 0.0
-                if one_side[t]:
-                    p = m if nh[t] == 0 else h
-                    PV[t] = WP[t, p]
-                    PK[t] = KP[t, p]
-                    if DONE[t, p, dd]:
-                        DV[t] = WD[t, p, dd]
-                        continue
-                    hx[t] = S[t, p]
-                if PK[t] or not dd_implies_plain:
-                    _request(table, keys, c, _dd_key(hx[t], dd))
-                    src[c] = t
-                    c += 1
-                elif one_side[t]:
-                    WD[t, p, dd] = 0.0
-                    DONE[t, p, dd] = True
-            for j in range(c):
-                _answer(table, tw, keys, known, vals, j)
-            for j in range(c):
-                t = src[j]
-                v = vals[j]
-                DV[t] = v
-                if one_side[t]:
-                    p = m if nh[t] == 0 else h
-                    WD[t, p, dd] = v
-                    DONE[t, p, dd] = True
-            s = 0.0
-            for t in range(nt):
-                s += PV[t]
-                s += DV[t]
-            theta[r0 + (m - 1) * (n + 1) + h] = s
-
-
-@njit(cache=True, nogil=True)
-def _arc_between_scores(A, w0, n, nt, table, tw, dd_implies_plain, tags, n_tags, keys, known,
-                        vals, src, hx, PV, DV, PK, theta, r0):
-    """Phase 3 of :func:`arc_scores_direct` on one sentence: the in-between
-    features, added to ``theta`` (block at ``r0``)."""
-    nb = len(BETWEEN_ATTRS)
-    # in-between tags: arcs lo -> hi and hi -> lo, hi walking away from lo
-    for lo in range(n - 1):
-        n_tags[:] = 0
-        for hi in range(lo + 2, n + 1):
-            for bi in range(nb):   # word hi - 1 joins the in-between words
-                v = _attr(A, w0, n, hi - 1, BETWEEN_ATTRS[bi])
-                new = True
-                for q in range(n_tags[bi]):
-                    if tags[bi, q] == v:
-                        new = False
-                        break
-                if new:
-                    tags[bi, n_tags[bi]] = v
-                    n_tags[bi] += 1
-            # plain keys of both arcs, then their direction-distance keys
-            c = 0
-            for side in range(2):
-                h, m = (lo, hi) if side == 0 else (hi, lo)
-                if m == 0:
-                    continue
-                for bi in range(nb):
-                    base = _between_base(A, w0, n, nt + bi, BETWEEN_ATTRS[bi], h, m)
-                    for q in range(n_tags[bi]):
-                        _request(table, keys, c, _between_key(base, tags[bi, q]))
-                        c += 1
-            for j in range(c):
-                _answer(table, tw, keys, known, vals, j)
-            n_plain = c
-            for j in range(n_plain):
-                PK[j] = known[j]
-                PV[j] = vals[j]
-                hx[j] = np.uint64(keys[j])
-            c = 0
-            j = 0
-            for side in range(2):
-                h, m = (lo, hi) if side == 0 else (hi, lo)
-                if m == 0:
-                    continue
-                dd = _dir_dist(h, m)
-                for bi in range(nb):
-                    for q in range(n_tags[bi]):
-                        DV[j] = 0.0
-                        if PK[j] or not dd_implies_plain:
-                            _request(table, keys, c, _dd_key(hx[j], dd))
-                            src[c] = j
-                            c += 1
-                        j += 1
-            for j in range(c):
-                _answer(table, tw, keys, known, vals, j)
-            for j in range(c):
-                DV[src[j]] = vals[j]
-            j = 0
-            for side in range(2):
-                h, m = (lo, hi) if side == 0 else (hi, lo)
-                if m == 0:
-                    continue
-                r = r0 + (m - 1) * (n + 1) + h
-                s = theta[r]
-                for bi in range(nb):
-                    for q in range(n_tags[bi]):
-                        s += PV[j]
-                        s += DV[j]
-                        j += 1
-                theta[r] = s
-
-
-@njit(cache=True, nogil=True)
 def arc_scores_direct(A, word_off, a, b, T, table, dd_implies_plain):
     """Arc scores of sentences ``a..b-1`` straight from the token attributes:
     :func:`arc_scores` of :func:`arc_feature_ids`, without materialising the
@@ -687,16 +518,150 @@ def arc_scores_direct(A, word_off, a, b, T, table, dd_implies_plain):
     PV = np.zeros(size)                            # plain weights
     DV = np.zeros(size)                            # direction-distance weights
     PK = np.zeros(size, dtype=np.bool_)
-    r0 = np.int64(0)   # not a literal 0: the phases compile once, for int64
+    r0 = 0
     for i in range(a, b):
         w0 = word_off[i]
         n = word_off[i + 1] - w0
         sentence_states(A, w0, n, T, S)
-        _one_sided_weights(table, tw, S, n, nt, one_side, WP, KP, DONE, keys, known, vals, src)
-        _arc_pair_scores(A, w0, n, T, table, tw, S, nh, one_side, pair, dd_implies_plain, WP,
-                         KP, WD, DONE, keys, known, vals, src, hx, PV, DV, PK, theta, r0)
-        _arc_between_scores(A, w0, n, nt, table, tw, dd_implies_plain, tags, n_tags, keys,
-                            known, vals, src, hx, PV, DV, PK, theta, r0)
+        c = 0
+        for t in range(nt):
+            if one_side[t]:
+                for p in range(n + 1):
+                    if c == size:
+                        for j in range(c):
+                            _answer(table, tw, keys, known, vals, j)
+                        for j in range(c):
+                            q = src[j]
+                            WP[q // (n + 1), q % (n + 1)] = vals[j]
+                            KP[q // (n + 1), q % (n + 1)] = known[j]
+                        c = 0
+                    _request(table, keys, c, _plain_key(S[t, p]))
+                    src[c] = t * (n + 1) + p
+                    c += 1
+                    DONE[t, p, :] = False
+        for j in range(c):
+            _answer(table, tw, keys, known, vals, j)
+        for j in range(c):
+            q = src[j]
+            WP[q // (n + 1), q % (n + 1)] = vals[j]
+            KP[q // (n + 1), q % (n + 1)] = known[j]
+        for m in range(1, n + 1):
+            for h in range(n + 1):
+                if h == m:
+                    continue
+                dd = _dir_dist(h, m)
+                # plain keys of the two-sided templates
+                c = 0
+                for t in pair:
+                    x = _plain_hash(S, A, w0, n, T, t, nh[t], h, m)
+                    hx[t] = x
+                    _request(table, keys, c, _plain_key(x))
+                    src[c] = t
+                    c += 1
+                for j in range(c):
+                    _answer(table, tw, keys, known, vals, j)
+                for j in range(c):
+                    t = src[j]
+                    PK[t] = known[j]
+                    PV[t] = vals[j]
+                # direction-distance keys: two-sided, and one-sided not yet known
+                c = 0
+                for t in range(nt):
+                    DV[t] = 0.0
+                    if one_side[t]:
+                        p = m if nh[t] == 0 else h
+                        PV[t] = WP[t, p]
+                        PK[t] = KP[t, p]
+                        if DONE[t, p, dd]:
+                            DV[t] = WD[t, p, dd]
+                            continue
+                        hx[t] = S[t, p]
+                    if PK[t] or not dd_implies_plain:
+                        _request(table, keys, c, _dd_key(hx[t], dd))
+                        src[c] = t
+                        c += 1
+                    elif one_side[t]:
+                        WD[t, p, dd] = 0.0
+                        DONE[t, p, dd] = True
+                for j in range(c):
+                    _answer(table, tw, keys, known, vals, j)
+                for j in range(c):
+                    t = src[j]
+                    v = vals[j]
+                    DV[t] = v
+                    if one_side[t]:
+                        p = m if nh[t] == 0 else h
+                        WD[t, p, dd] = v
+                        DONE[t, p, dd] = True
+                s = 0.0
+                for t in range(nt):
+                    s += PV[t]
+                    s += DV[t]
+                theta[r0 + (m - 1) * (n + 1) + h] = s
+        # in-between tags: arcs lo -> hi and hi -> lo, hi walking away from lo
+        for lo in range(n - 1):
+            n_tags[:] = 0
+            for hi in range(lo + 2, n + 1):
+                for bi in range(nb):   # word hi - 1 joins the in-between words
+                    v = _attr(A, w0, n, hi - 1, BETWEEN_ATTRS[bi])
+                    new = True
+                    for q in range(n_tags[bi]):
+                        if tags[bi, q] == v:
+                            new = False
+                            break
+                    if new:
+                        tags[bi, n_tags[bi]] = v
+                        n_tags[bi] += 1
+                # plain keys of both arcs, then their direction-distance keys
+                c = 0
+                for side in range(2):
+                    h, m = (lo, hi) if side == 0 else (hi, lo)
+                    if m == 0:
+                        continue
+                    for bi in range(nb):
+                        base = _between_base(A, w0, n, nt + bi, BETWEEN_ATTRS[bi], h, m)
+                        for q in range(n_tags[bi]):
+                            _request(table, keys, c, _between_key(base, tags[bi, q]))
+                            c += 1
+                for j in range(c):
+                    _answer(table, tw, keys, known, vals, j)
+                n_plain = c
+                for j in range(n_plain):
+                    PK[j] = known[j]
+                    PV[j] = vals[j]
+                    hx[j] = np.uint64(keys[j])
+                c = 0
+                j = 0
+                for side in range(2):
+                    h, m = (lo, hi) if side == 0 else (hi, lo)
+                    if m == 0:
+                        continue
+                    dd = _dir_dist(h, m)
+                    for bi in range(nb):
+                        for q in range(n_tags[bi]):
+                            DV[j] = 0.0
+                            if PK[j] or not dd_implies_plain:
+                                _request(table, keys, c, _dd_key(hx[j], dd))
+                                src[c] = j
+                                c += 1
+                            j += 1
+                for j in range(c):
+                    _answer(table, tw, keys, known, vals, j)
+                for j in range(c):
+                    DV[src[j]] = vals[j]
+                j = 0
+                for side in range(2):
+                    h, m = (lo, hi) if side == 0 else (hi, lo)
+                    if m == 0:
+                        continue
+                    r = r0 + (m - 1) * (n + 1) + h
+                    s = theta[r]
+                    for bi in range(nb):
+                        for q in range(n_tags[bi]):
+                            s += PV[j]
+                            s += DV[j]
+                            j += 1
+                    theta[r] = s
         r0 += n * (n + 1)
     return theta
 
