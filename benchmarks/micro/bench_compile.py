@@ -15,11 +15,15 @@ estimator with every loss it accepts (``--defaults``: each estimator's
 default loss only).
 
     python benchmarks/micro/bench_compile.py [--defaults] [--only TEXT] [--repeat 2]
-                                             [--kernels] [--out compile]
+                                             [--kernels] [--profile] [--out compile]
 
 ``--kernels`` lists, per scenario, the kernels Numba compiled in the cold
 run (exclusive seconds, number of type signatures) and any kernel compiled
-again in a warm run (a cache that does not hit).  ``--out compile`` writes
+again in a warm run (a cache that does not hit).  ``--profile`` adds, per
+scenario, a table of every kernel compiled cold with each of its type
+signatures and the exclusive CPU seconds of each (a kernel's compilation
+minus that of the kernels compiled inside it, e.g. its callees), slowest
+first: what a first fit spends its time on.  ``--out compile`` writes
 ``benchmarks/results/compile.md``; without it the table is printed only.
 Absolute times depend on the machine and its load; compare the rows.
 """
