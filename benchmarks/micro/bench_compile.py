@@ -15,11 +15,15 @@ estimator with every loss it accepts (``--defaults``: each estimator's
 default loss only).
 
     python benchmarks/micro/bench_compile.py [--defaults] [--only TEXT] [--repeat 2]
-                                             [--kernels] [--out compile]
+                                             [--kernels] [--profile] [--out compile]
 
 ``--kernels`` lists, per scenario, the kernels Numba compiled in the cold
 run (exclusive seconds, number of type signatures) and any kernel compiled
-again in a warm run (a cache that does not hit).  ``--out compile`` writes
+again in a warm run (a cache that does not hit).  ``--profile`` adds, per
+scenario, a table of every kernel compiled cold with each of its type
+signatures and the exclusive CPU seconds of each (a kernel's compilation
+minus that of the kernels compiled inside it, e.g. its callees), slowest
+first: what a first fit spends its time on.  ``--out compile`` writes
 ``benchmarks/results/compile.md``; without it the table is printed only.
 Absolute times depend on the machine and its load; compare the rows.
 """
@@ -113,10 +117,12 @@ class _L(event.Listener):
     def on_start(self, ev):
         compiles.append([ev.data['dispatcher'].py_func.__module__ + '.' +
                          ev.data['dispatcher'].py_func.__qualname__, time.process_time(), None])
+        sigs.append(', '.join(str(a) for a in ev.data['args']))
         stack.append(len(compiles) - 1)
     def on_end(self, ev):
         compiles[stack.pop()][2] = time.process_time()
 stack = []
+sigs = []
 event.register('numba:compile', _L())
 t0, c0 = time.perf_counter(), time.process_time()
 import structlearn
@@ -125,9 +131,11 @@ t1, c1 = time.perf_counter(), time.process_time()
 {body}
 t2, c2 = time.perf_counter(), time.process_time()
 # exclusive compile time per kernel: a kernel's time minus the nested ones
-spans = sorted(compiles, key=lambda c: c[1])
+order = sorted(range(len(compiles)), key=lambda i: compiles[i][1])
+spans = [compiles[i] for i in order]
 excl = {{}}
 count = {{}}
+signatures = {{}}
 for i, (name, a, b) in enumerate(spans):
     inner = 0.0
     end = a
@@ -139,9 +147,11 @@ for i, (name, a, b) in enumerate(spans):
             end = b2
     excl[name] = excl.get(name, 0.0) + (b - a) - inner
     count[name] = count.get(name, 0) + 1
+    signatures.setdefault(name, []).append([sigs[order[i]], (b - a) - inner])
 print(json.dumps({{"import": t1 - t0, "first_call": t2 - t1,
                    "import_cpu": c1 - c0, "first_call_cpu": c2 - c1,
-                   "compiled": {{k: [excl[k], count[k]] for k in excl}}}}))
+                   "compiled": {{k: [excl[k], count[k]] for k in excl}},
+                   "signatures": signatures}}))
 """
 
 
@@ -189,6 +199,27 @@ def row(name, m):
             f"{len(c['compiled'])} ({n_sig}) |")
 
 
+def _short(sig):
+    # array(float64, 2d, C) -> f8[:, ::1]-like short forms keep the table narrow
+    return (sig.replace("array(", "a(").replace("float64", "f8").replace("int64", "i8")
+            .replace("int32", "i4").replace("readonly ", "ro ").replace("Unique", "U"))
+
+
+def profile_table(cold, min_seconds=0.0):
+    """Markdown table: kernel, signatures compiled, exclusive CPU s; slowest first."""
+    lines = ["| kernel | signatures (exclusive CPU s each) | CPU s |", "|---|---|---|"]
+    total = 0.0
+    for name, (t, _) in sorted(cold["compiled"].items(), key=lambda kv: -kv[1][0]):
+        total += t
+        if t < min_seconds:
+            continue
+        sigs = "; ".join(f"({_short(sg)}) {dt:.2f}"
+                         for sg, dt in cold.get("signatures", {}).get(name, []))
+        lines.append(f"| {name.replace('structlearn.kernels.', '')} | {sigs} | {t:.2f} |")
+    lines.append(f"| total compiled | | {total:.2f} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
@@ -201,6 +232,9 @@ def main(argv=None):
                         help="each estimator with its default loss only")
     parser.add_argument("--kernels", action="store_true",
                         help="list the kernels compiled per scenario")
+    parser.add_argument("--profile", action="store_true",
+                        help="print (and write) every kernel compiled in the cold run with its "
+                             "type signatures and exclusive CPU seconds, sorted")
     parser.add_argument("--baseline", default=None, metavar="DIR",
                         help="also run every scenario on the checkout in DIR (e.g. "
                              "`git archive <commit> | tar -x -C DIR`), alternating with "
@@ -234,6 +268,10 @@ def main(argv=None):
                                 + (f" x{n}" if n > 1 else "") for k, (t, n) in kernels[:40])
                 print(f"    compiled (CPU s): {top}", flush=True)
                 notes.append(f"- {name}: {top}")
+            if args.profile and not side:
+                table = profile_table(c)
+                print(table, flush=True)
+                notes.append(f"- {name}, every kernel compiled cold:\n\n{table}\n")
             if m["recompiled"]:
                 msg = f"compiled again when warm: {', '.join(m['recompiled'])}"
                 print(f"    {side}{msg.upper()}", flush=True)

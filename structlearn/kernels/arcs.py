@@ -299,7 +299,7 @@ def gold_arc_keys(A, word_off, heads, T):
     """
     n_sent = len(word_off) - 1
     total = 0
-    max_n = 0
+    max_n = np.int64(0)  # a literal 0 would compile key_buffer_size once more
     for i in range(n_sent):
         n = word_off[i + 1] - word_off[i]
         total += n * key_buffer_size(T.shape[0], n)
@@ -381,7 +381,7 @@ def arc_feature_ids(A, word_off, a, b, T, table):
     ``a``) are ``ids[indptr[r]:indptr[r + 1]]`` (int32).
     """
     n_arcs = 0
-    max_n = 0
+    max_n = np.int64(0)  # a literal 0 would compile key_buffer_size once more
     for i in range(a, b):
         n = word_off[i + 1] - word_off[i]
         n_arcs += n * (n + 1)

@@ -331,7 +331,9 @@ def observed_support(indptr, indices, y, n_features, n_labels):
             if not seen[a, k]:
                 seen[a, k] = True
                 counts[a + 1] += 1
-    sup_ptr = np.cumsum(counts)
+    for a in range(n_features):   # prefix sums in place (np.cumsum: one more
+        counts[a + 1] += counts[a]  # kernel to compile on a first fit, ~0.3 s)
+    sup_ptr = counts
     sup_label = np.empty(sup_ptr[-1], dtype=np.int64)
     for a in range(n_features):
         s = sup_ptr[a]

@@ -90,7 +90,7 @@ from ._lazy import njit_on_first_call
 from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE, block_params
 from .tree_map import _eisner_into, _map_into, _mst_into
 from .projections import project_simplex
-from .tree_marginals import _inside_outside_hm, _lse_terms, _matrix_tree_impl, _to_layout
+from .tree_marginals import _inside_outside_hm, _lse_terms, _mtt_linear, _mtt_log, _to_layout
 
 
 # ------------------------------------------------------------------ layout
@@ -335,21 +335,51 @@ def marginals_batch(theta, arc_off, word_off, single_root, projective):
     Returns ``(mu, logZ)``: flat marginals in the layout of ``theta`` and
     the log-partition function of every sentence.
     """
-    kernel = _marginals_batch_inside_outside if projective else _marginals_batch_matrix_tree
-    return kernel(theta, arc_off, word_off, bool(single_root))
+    if projective:
+        return _marginals_batch_inside_outside(theta, arc_off, word_off, bool(single_root))
+    mu, logZ, left = _marginals_batch_matrix_tree(theta, arc_off, word_off, bool(single_root))
+    if len(left):
+        _marginals_batch_matrix_tree_log(theta, arc_off, word_off, bool(single_root), left,
+                                         mu, logZ)
+    return mu, logZ
 
 
 @njit(cache=True, nogil=True)
 def _marginals_batch_matrix_tree(theta, arc_off, word_off, single_root):
+    """:func:`marginals_batch` (non-projective) in linear space; returns
+    ``(mu, logZ, left)``, ``left`` the sentences the linear elimination
+    cannot compute (:func:`~structlearn.kernels.tree_marginals._mtt_linear`),
+    whose marginals and ``logZ`` :func:`_marginals_batch_matrix_tree_log`
+    fills in.  Two kernels, as for the chain CRF: Numba compiles the
+    log-space elimination only for the first data that needs it (about
+    1-2 s of a first parser fit otherwise)."""
     n_sent = word_off.shape[0] - 1
     mu = np.zeros(arc_off[n_sent])
     logZ = np.empty(n_sent)
+    left = np.empty(n_sent, dtype=np.int64)
+    n_left = 0
     for i in range(n_sent):
         S = _block(theta, arc_off, word_off, i)
-        lz, muhm = _matrix_tree_impl(S, single_root, False)
+        ok, lz, muhm = _mtt_linear(S, single_root)
+        if ok:
+            logZ[i] = lz
+            _to_layout(muhm, mu, arc_off[i])
+        else:
+            logZ[i] = np.nan
+            left[n_left] = i
+            n_left += 1
+    return mu, logZ, left[:n_left]
+
+
+@njit(cache=True, nogil=True)
+def _marginals_batch_matrix_tree_log(theta, arc_off, word_off, single_root, sents, mu, logZ):
+    """The sentences ``sents`` of :func:`_marginals_batch_matrix_tree` in log
+    space, into ``mu`` and ``logZ``."""
+    for i in sents:
+        S = _block(theta, arc_off, word_off, i)
+        lz, muhm = _mtt_log(S, single_root)
         logZ[i] = lz
         _to_layout(muhm, mu, arc_off[i])
-    return mu, logZ
 
 
 @njit(cache=True, nogil=True)

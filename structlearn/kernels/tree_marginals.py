@@ -197,18 +197,38 @@ def _mtt_backward(buf, off, piv, n, single_root, logspace):
 
 
 @njit(cache=True, nogil=True)
+def _mtt_linear(S, single_root):
+    """:func:`matrix_tree` by the linear-space elimination; returns ``(ok,
+    logZ, mu[h, m])``, ``ok`` False (and ``mu`` empty) when it cannot
+    compute them (then :func:`_mtt_log`)."""
+    n = S.shape[0]
+    ok, logZ, buf, off, D = _mtt_forward_linear(S, single_root)
+    if ok and np.isfinite(logZ):
+        # np.bool_: a literal True/False would compile the backward pass
+        # twice (Numba's literal dispatch), ~1 CPU s of a cold first fit
+        return True, logZ, _mtt_backward(buf, off, D, n, single_root, np.bool_(False))
+    return False, 0.0, np.empty((0, 0))
+
+
+@njit(cache=True, nogil=True)
+def _mtt_log(S, single_root):
+    """:func:`matrix_tree` by the log-space elimination; returns ``(logZ,
+    mu[h, m])``."""
+    logZ, buf, off, LD = _mtt_forward_log(S, single_root)
+    return logZ, _mtt_backward(buf, off, LD, S.shape[0], single_root, np.bool_(True))
+
+
+@njit(cache=True, nogil=True)
 def _matrix_tree_impl(S, single_root, force_log):
     """:func:`matrix_tree` with the log-space path forced on request;
-    returns ``(logZ, mu[h, m])``."""
-    n = S.shape[0]
+    returns ``(logZ, mu[h, m])``.  (The batch kernel of
+    :mod:`structlearn.kernels.tree` calls :func:`_mtt_linear` and, for the
+    sentences it cannot compute, :func:`_mtt_log` in a second kernel.)"""
     if not force_log:
-        ok, logZ, buf, off, D = _mtt_forward_linear(S, single_root)
-        if ok and np.isfinite(logZ):
-            # np.bool_: a literal True/False would compile the backward pass
-            # twice (Numba's literal dispatch), ~1 CPU s of a cold first fit
-            return logZ, _mtt_backward(buf, off, D, n, single_root, np.bool_(False))
-    logZ, buf, off, LD = _mtt_forward_log(S, single_root)
-    return logZ, _mtt_backward(buf, off, LD, n, single_root, np.bool_(True))
+        ok, logZ, muhm = _mtt_linear(S, single_root)
+        if ok:
+            return logZ, muhm
+    return _mtt_log(S, single_root)
 
 
 @njit(cache=True, nogil=True)

@@ -427,6 +427,21 @@ def test_arc_offsets_and_block_params():
     assert_array_equal(params.reshape(-1, 3), [[1, 1, 0], [3, 1, 0], [5, 1, 0]])
 
 
+@pytest.mark.parametrize("single_root", [False, True])
+def test_batch_marginals_mix_linear_and_log_space_sentences(single_root):
+    """The non-projective batch computes what the linear elimination cannot
+    (a row spanning more than MTT_LINEAR_SPAN) in a second, log-space kernel:
+    every sentence against brute force, wherever it sits in the batch."""
+    theta, arc_off, word_off, blocks = make_batch(71)
+    for i in (1, 4, 6):                    # huge spans: these go to log space
+        blocks[i] *= 1e4
+    mu, logZ = marginals_batch(theta, arc_off, word_off, single_root, False)
+    for i, S in enumerate(blocks):
+        ref_logZ, ref_mu = brute_marginals(S, all_trees(len(S), single_root, False))
+        assert logZ[i] == pytest.approx(ref_logZ, rel=1e-12, abs=1e-12)
+        assert_allclose(mu[arc_off[i]:arc_off[i + 1]].reshape(S.shape), ref_mu, atol=1e-9)
+
+
 @pytest.mark.parametrize("single_root,projective", CONFIGS)
 def test_batch_agrees_with_single_calls(single_root, projective):
     theta, arc_off, word_off, blocks = make_batch(61)

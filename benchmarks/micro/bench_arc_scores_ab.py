@@ -1,0 +1,92 @@
+"""Arc scores at predict (``arcs.arc_scores_direct``): this checkout's kernel
+vs the one of an older commit, side by side in one process.
+
+The older ``structlearn/kernels/arcs.py`` (``--base``) is read with
+``git show`` and imported under another name.  Both kernels score the
+sentences of UD English EWT dev (``--n`` of them) with the weight table of
+a fitted DependencyParser (``--model``, a pickle; without it a parser is
+fitted on ``--fit`` EWT train sentences), one thread, alternating A/B over
+``--repeat`` rounds; the scores are checked bit for bit identical.  Prints
+the median time ratio base / this (> 1: this checkout is faster) and its
+range.  Made for compile-time changes of the kernel (issue 20), which must
+not cost speed.
+
+    python benchmarks/micro/bench_arc_scores_ab.py --base b1c1ff9 --repeat 9
+"""
+
+import argparse
+import importlib.util
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import ewt_parsing_xy  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from structlearn.kernels import arcs  # noqa: E402
+from structlearn.feature_extraction._arcs import _dd_implies_plain, _template_ids  # noqa: E402
+
+
+def base_kernels(rev):
+    src = subprocess.run(["git", "show", f"{rev}:structlearn/kernels/arcs.py"], cwd=ROOT,
+                         check=True, capture_output=True, text=True).stdout
+    src = src.replace("from ._math import prefetch",
+                      "from structlearn.kernels._math import prefetch")
+    path = Path(tempfile.mkdtemp()) / "arcs_base.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("arcs_base", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", default="b1c1ff9")
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--fit", type=int, default=2000)
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=9)
+    args = ap.parse_args()
+    old = base_kernels(args.base)
+    if args.model:
+        with open(args.model, "rb") as fh:
+            est = pickle.load(fh)
+    else:
+        from structlearn import DependencyParser
+        Xt, yt = ewt_parsing_xy("train")
+        est = DependencyParser(loss="perceptron", max_iter=2, n_jobs=1)
+        est.fit(Xt[:args.fit], yt[:args.fit])
+    X, _ = ewt_parsing_xy("dev")
+    X = X[:args.n]
+    A, word_off = est.vectorizer_.transform(X)
+    table = est._weight_table().table
+    ddp = _dd_implies_plain(_template_ids(est.vectorizer_.templates))
+    n = len(word_off) - 1
+    kern = {"base": old.arc_scores_direct, "this": arcs.arc_scores_direct}
+    outs = {k: f(A, word_off, 0, n, arcs.TEMPLATES, table, ddp) for k, f in kern.items()}
+    if not np.array_equal(outs["base"], outs["this"]):
+        raise SystemExit("arc scores differ")
+    load0 = os.getloadavg()[0]
+    times = {k: [] for k in kern}
+    for r in range(args.repeat):
+        for k in (("base", "this") if r % 2 == 0 else ("this", "base")):
+            t0 = time.perf_counter()
+            kern[k](A, word_off, 0, n, arcs.TEMPLATES, table, ddp)
+            times[k].append(time.perf_counter() - t0)
+    ratio = np.asarray(times["base"]) / np.asarray(times["this"])
+    print(f"{n} sentences, {len(table) // 2} table slots; base {args.base} "
+          f"{np.median(times['base']):.3f} s, this {np.median(times['this']):.3f} s (median); "
+          f"ratio base/this {np.median(ratio):.3f} (range {ratio.min():.3f}-{ratio.max():.3f}); "
+          f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}; scores identical")
+
+
+if __name__ == "__main__":
+    main()
