@@ -243,7 +243,7 @@ QUADRATIC = {"sparsemap": SparseMAP(), "m-sparsemap": SparseMAP(margin=True),
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("name", list(QUADRATIC))
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])  # issue 20
 def test_bcfw_reaches_the_enumerated_sparsemap_optimum(kind, name, seed):
     # the SparseMAP losses' dual is a concave quadratic over the same sets
     # (the Euclidean projection's too, every part penalised); BCFW's atoms
@@ -849,29 +849,34 @@ def test_the_pools_gram_matrices_and_part_lists_stay_those_of_its_working_sets(
 def test_auto_trains_the_sparsemap_tagger_by_bcfw_and_the_rest_as_before():
     # the tagger's SparseMAP losses go to the dual solver (benchmarked on
     # CoNLL-2000); its projections, and every fixed-size estimator, keep L-BFGS
+    # (20 sentences, 40 before issue 20; the same alpha * n on each side of 1)
     X, y = load_ewt_pos("train")
-    X, y = X[:40], y[:40]
+    X, y = X[:20], y[:20]
     for loss, solver in (("sparsemap", "bcfw"), ("m-sparsemap", "bcfw"),
                          ("projection", "lbfgs"), ("crf", "lbfgs")):
-        est = SequenceTagger(loss=loss, alpha=0.05).fit(X, y)   # alpha * n = 2
+        est = SequenceTagger(loss=loss, alpha=0.1).fit(X, y)   # alpha * n = 2
         assert est.solver_ == solver
         if solver == "bcfw":
             assert est.duality_gap_ <= 1e-3
     # alpha * n < 1 (weakly regularised: many epochs) or alpha = 0 (no dual):
     # L-BFGS, as an explicit solver= is always obeyed
-    for alpha in (0.02, 0.0):
+    for alpha in (0.04, 0.0):
         est = SequenceTagger(loss="sparsemap", alpha=alpha, max_iter=5)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             assert est.fit(X, y).solver_ == "lbfgs"
-    assert SequenceTagger(loss="sparsemap", alpha=0.02, solver="bcfw",
+    assert SequenceTagger(loss="sparsemap", alpha=0.04, solver="bcfw",
                           max_iter=3).fit(X, y).solver_ == "bcfw"
     Xw, yw = load_wine_quality("red")
     assert OrdinalRegressor(loss="sparsemap").fit(Xw[:100], yw[:100]).solver_ == "lbfgs"
 
 
 @pytest.mark.parametrize("make,data", [
-    (lambda **kw: SequenceTagger(loss="sparsemap", **kw), "pos"),
+    # ~60 s warm at load 6 (the L-BFGS reference): the whole suite (CI) runs
+    # it; the fast selection keeps the parser's case and, for the tagger's
+    # SparseMAP by BCFW, the warm-start, sample-weight and auto tests below
+    pytest.param(lambda **kw: SequenceTagger(loss="sparsemap", **kw), "pos",
+                 marks=pytest.mark.slow),
     (lambda **kw: DependencyParser(loss="sparsemap", **kw), "parse"),
 ], ids=["tagger-sparsemap", "parser-sparsemap"])
 def test_sparsemap_by_bcfw_matches_lbfgs_on_the_estimators_own_problems(make, data):
@@ -909,7 +914,7 @@ def test_bcfw_warm_start_of_a_quadratic_dual():
     # the dual iterate kept by warm_start carries the atoms; their quadratic
     # term enters the restored dual value, so the certificate stays valid
     X, y = load_ewt_pos("train")
-    X, y = X[:20], y[:20]
+    X, y = X[:10], y[:10]   # 20 before issue 20
     cold = SequenceTagger(loss="sparsemap", solver="bcfw", alpha=0.1, tol=1e-5,
                           random_state=0, fit_intercept=False).fit(X, y)
     warm = SequenceTagger(loss="sparsemap", solver="bcfw", alpha=0.2, tol=1e-5,
