@@ -19,13 +19,24 @@ The fast selection (``-m "not slow"``) runs the property tests of
 where the whole suite, as CI runs it, draws 60, both
 drawn by the same derandomised search) unless the variable is set; the whole
 suite keeps the full counts (issue 20: the fast suite's time).
+
+BLAS runs on one thread in the test process (the estimators' fits already
+do, ``structlearn.solvers.blas_threads``): the tests' references (SLSQP,
+NNLS, least squares on matrices of a few dozen rows) on a loaded 2-core
+machine ran ~9x the CPU time on OpenBLAS's two spinning threads (issue 20).
+A test about BLAS threads takes the ``original_blas_threads`` fixture.
 """
 
 import os
 import sys
 from pathlib import Path
 
+import numpy
+import pytest
+import scipy.linalg
+import scipy.optimize
 from hypothesis import settings
+from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
 _HERE = Path(__file__).resolve().parent
 for _d in sorted(p for p in _HERE.iterdir() if p.is_dir() and p.name[0] not in "._"):
@@ -45,3 +56,19 @@ def pytest_configure(config):
     markexpr = " ".join((config.getoption("markexpr") or "").split())
     if "not slow" in markexpr:
         os.environ.setdefault("PROPERTY_EXAMPLES_SCALE", FAST_EXAMPLES_SCALE)
+
+
+# NumPy's and SciPy's BLAS libraries are loaded (imported above): limit both
+_LOADED = (numpy, scipy.linalg, scipy.optimize)
+_blas_limit = threadpool_limits(limits=1, user_api="blas")
+
+
+@pytest.fixture
+def original_blas_threads():
+    """BLAS with the thread counts the process started with, for the test."""
+    global _blas_limit
+    _blas_limit.restore_original_limits()
+    try:
+        yield
+    finally:
+        _blas_limit = threadpool_limits(limits=1, user_api="blas")
