@@ -265,7 +265,8 @@ def test_thread_map_matches_serial_map_and_does_not_nest():
     assert [r for _, r in out] == [[x, x] for x in items]
 
 
-def test_fit_and_predict_run_blas_on_at_most_n_jobs_threads(monkeypatch):
+def test_fit_and_predict_run_blas_on_at_most_n_jobs_threads(monkeypatch,
+                                                            original_blas_threads):
     """The fixed-size estimators' matrix products run inside
     ``blas_threads(n_jobs)``, which caps BLAS at ``n_jobs`` threads (one by
     default)."""
