@@ -23,7 +23,11 @@ data (so the time ratios are side by side), after a warm-up fit of every
 model on 20 sentences (Numba's one-off loading of its kernels is not
 timed); with ``--repeat N`` every model is fitted N times, interleaved, and
 the table gives the median fit and each repeat's ratio; structlearn uses
-``n_jobs`` threads (default 2); prediction time is the best of 3 runs.  Peak memory
+``n_jobs`` threads (default 2); prediction time is the best of 3 runs.
+Each fit also records its process CPU time (every thread of this process,
+not the other jobs': on a loaded machine the robust figure), the 1-minute
+load average when it started, and CRFsuite's objective evaluations (its
+line-search trials + 1).  Peak memory
 (``--memory``): each of the CRF and perceptron pairs is refit in a fresh
 subprocess, which reports the growth of its peak RSS during fit (data
 loading and a 20-sentence warm-up fit excluded: Numba loads its kernels

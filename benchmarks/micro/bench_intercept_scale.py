@@ -97,6 +97,8 @@ def main(argv=None):
     ap.add_argument("--n-train", type=int, default=0, help="first N sentences (0: all)")
     ap.add_argument("--scales", default="3,1,0.3,0.1,0.03",
                     help="comma-separated fixed scales s (1/sqrt(T) and matched are added)")
+    ap.add_argument("--history", type=int, default=10,
+                    help="L-BFGS correction pairs m (the estimator's default: 10)")
     ap.add_argument("--no-auto", action="store_true",
                     help="only the --scales (not 1/sqrt(T) and matched)")
     ap.add_argument("--no-reference-models", action="store_true",
@@ -110,7 +112,7 @@ def main(argv=None):
     if not args.no_auto:
         scales += [(f"s = 1/sqrt(T), T = {T:.1f}", 1.0 / np.sqrt(T)),
                    ("s matched to the mean penalised curvature", matched_scale(problem, alpha))]
-    kw = dict(tol=1e-5, period=10, history=10, max_iter=500)
+    kw = dict(tol=1e-5, period=10, history=args.history, max_iter=500)
     results = []   # (label, s, model, iterations, trace)
     for label, s in scales:
         d = np.ones(len(z0))
@@ -143,14 +145,15 @@ def main(argv=None):
     text = [f"# L-BFGS on the CRF with the intercept column rescaled ({title})", "",
             f"Command: `{command_line(argv)}`.", "",
             f"{len(X)} sentences, mean length T = {T:.1f}, {len(z0)} parameters "
-            f"({int(free.sum())} intercepts), alpha = {alpha:.3g}; L-BFGS m = 10, "
+            f"({int(free.sum())} intercepts), alpha = {alpha:.3g}; L-BFGS m = {args.history}, "
             "CRFsuite's stopping rule (relative decrease < 1e-5 over 10 iterations).", "",
             "Machine (load average at the end): "
             + ", ".join(f"{k} {v}" for k, v in machine_info().items()), "",
             md_table(["variant", "s", "iterations", "evaluations", "final objective",
                       "vs s = 1", "evals to 1e-4 of the model's best"], rows), ""]
     print("\n".join(text))
-    default = f"intercept_scale_{args.task}" + (f"_n{args.n_train}" if args.n_train else "")
+    default = f"intercept_scale_{args.task}" + (f"_n{args.n_train}" if args.n_train else "") \
+        + (f"_m{args.history}" if args.history != 10 else "")
     stem = out_stem(args, default)
     if stem:
         print(f"wrote {write_text(stem, chr(10).join(text))}")
