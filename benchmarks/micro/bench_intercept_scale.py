@@ -108,7 +108,7 @@ def main(argv=None):
     T = sum(map(len, X)) / len(X)
     problem, alpha, z0 = capture(X, y, True)
     free = ~problem.penalized
-    scales = [("s = " + s, float(s)) for s in args.scales.split(",")]
+    scales = [("s = " + s, float(s)) for s in args.scales.split(",") if s.strip()]
     if not args.no_auto:
         scales += [(f"s = 1/sqrt(T), T = {T:.1f}", 1.0 / np.sqrt(T)),
                    ("s matched to the mean penalised curvature", matched_scale(problem, alpha))]
