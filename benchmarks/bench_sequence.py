@@ -23,7 +23,11 @@ data (so the time ratios are side by side), after a warm-up fit of every
 model on 20 sentences (Numba's one-off loading of its kernels is not
 timed); with ``--repeat N`` every model is fitted N times, interleaved, and
 the table gives the median fit and each repeat's ratio; structlearn uses
-``n_jobs`` threads (default 2); prediction time is the best of 3 runs.  Peak memory
+``n_jobs`` threads (default 2); prediction time is the best of 3 runs.
+Each fit also records its process CPU time (every thread of this process,
+not the other jobs': on a loaded machine the robust figure), the 1-minute
+load average when it started, and CRFsuite's objective evaluations (its
+line-search trials + 1).  Peak memory
 (``--memory``): each of the CRF and perceptron pairs is refit in a fresh
 subprocess, which reports the growth of its peak RSS during fit (data
 loading and a 20-sentence warm-up fit excluded: Numba loads its kernels
@@ -47,6 +51,7 @@ from _common import (  # noqa: E402  (first: pins BLAS threads before NumPy is i
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -153,9 +158,13 @@ def run_one(name, lib, make, data, task):
     est = make()
     with warnings.catch_warnings(record=True) as log:
         warnings.simplefilter("always")
-        t0 = time.perf_counter()
+        load = os.getloadavg()[0]
+        t0, c0 = time.perf_counter(), time.process_time()
         est.fit(Xtr, ytr)
         fit_time = time.perf_counter() - t0
+        # CPU seconds of this process (every thread): less sensitive to the
+        # other jobs on the machine than the wall time
+        fit_cpu = time.process_time() - c0
     predict_time = np.inf
     for _ in range(3):  # best of 3: a test-set prediction takes a fraction of a second
         t0 = time.perf_counter()
@@ -163,7 +172,7 @@ def run_one(name, lib, make, data, task):
         predict_time = min(predict_time, time.perf_counter() - t0)
     acc, f1 = evaluate(task, yte, pred)
     row = dict(task=task, model=name, library=lib, fit_s=round(fit_time, 2),
-               predict_s=round(predict_time, 3), accuracy=round(acc, 4),
+               fit_cpu_s=round(fit_cpu, 2), load=round(load, 1), predict_s=round(predict_time, 3), accuracy=round(acc, 4),
                f1=round(f1, 4), warnings=len(log))
     if lib == "structlearn":
         row["iterations"] = est.n_iter_
@@ -178,6 +187,11 @@ def run_one(name, lib, make, data, task):
     else:
         info = est.training_log_.last_iteration if est.training_log_ else {}
         row["iterations"] = info.get("num", "")
+        # objective evaluations: the first one, then every line-search trial
+        trials = [it.get("linesearch_trials") for it in est.training_log_.iterations] \
+            if est.training_log_ else []
+        if trials and None not in trials:
+            row["evaluations"] = 1 + sum(trials)
         row["n_params"] = info.get("active_features", "")
     return row
 
@@ -187,6 +201,8 @@ def _median_row(runs):
     fits = [r["fit_s"] for r in runs]
     row = dict(sorted(runs, key=lambda r: r["fit_s"])[(len(runs) - 1) // 2])
     row["fit_runs"] = " / ".join(f"{f:.1f}" for f in fits)
+    row["fit_cpu_s"] = float(np.median([r["fit_cpu_s"] for r in runs]))
+    row["load_runs"] = " / ".join(f"{r['load']:.1f}" for r in runs)
     return row
 
 
@@ -297,7 +313,7 @@ def _merge_previous(path, rows):
         for r in csv.DictReader(f):
             if r["model"] in done:
                 continue
-            for key in ("fit_s", "predict_s", "accuracy", "f1", "support_mean", "support_1",
+            for key in ("fit_s", "fit_cpu_s", "predict_s", "accuracy", "f1", "support_mean", "support_1",
                         "peak_growth_mb", "objective", "gap"):
                 if r.get(key) not in (None, ""):
                     r[key] = float(r[key])
@@ -316,8 +332,8 @@ def _fit_cell(row):
 
 def write_report(args, rows, stem):
     rows = _merge_previous(Path(f"{stem}.csv"), rows)
-    fields = ["task", "model", "library", "fit_s", "fit_runs", "predict_s", "accuracy", "f1",
-              "iterations", "n_params", "objective", "gap", "support_mean", "support_1",
+    fields = ["task", "model", "library", "fit_s", "fit_runs", "fit_cpu_s", "load_runs",
+              "predict_s", "accuracy", "f1", "iterations", "evaluations", "n_params", "objective", "gap", "support_mean", "support_1",
               "peak_growth_mb", "warnings"]
     write_csv(f"{stem}.csv", rows, fields)
     by = {r["model"]: r for r in rows}
@@ -336,8 +352,8 @@ def write_report(args, rows, stem):
 
     chunking = args.task == "conll2000"
     header = ["model", "library"] + (["span F1"] if chunking else []) + ["token acc",
-              "fit (s): median (each repeat)",
-              "predict (s)", "iterations", "parameters", "training objective",
+              "fit (s): median (each repeat)", "fit CPU (s)", "load avg (each repeat)",
+              "predict (s)", "iterations", "evaluations", "parameters", "training objective",
               "relative duality gap", "SparseMAP support (mean / % single)",
               "peak fit memory growth (MB)"]
     body = []
@@ -347,17 +363,21 @@ def write_report(args, rows, stem):
         body.append([r["model"], r["library"]]
                     + ([f"{100 * r['f1']:.2f}"] if chunking else [])
                     + [f"{100 * r['accuracy']:.2f}",
-                     _fit_cell(r), f"{r['predict_s']:.2f}", str(r["iterations"]),
+                     _fit_cell(r), f"{r['fit_cpu_s']:.1f}" if r.get("fit_cpu_s") else "",
+                     str(r.get("load_runs", "")), f"{r['predict_s']:.2f}", str(r["iterations"]),
+                     str(r.get("evaluations", "")),
                      str(r["n_params"]), str(r.get("objective", "")), str(r.get("gap", "")),
                      sup, str(r.get("peak_growth_mb", ""))])
     ratios = [
         [f"{m} / crfsuite lbfgs", ratio(m, "crfsuite lbfgs", "fit_s"),
-         paired(m, "crfsuite lbfgs"), ratio(m, "crfsuite lbfgs", "predict_s"),
+         paired(m, "crfsuite lbfgs"), ratio(m, "crfsuite lbfgs", "fit_cpu_s"),
+         ratio(m, "crfsuite lbfgs", "predict_s"),
          ratio(m, "crfsuite lbfgs", "peak_growth_mb")]
         for m in ("crf", "crf 1 thread", "crf no intercept", "crf no intercept 1 thread")
         if m in by] + [
         ["perceptron / crfsuite ap", ratio("perceptron", "crfsuite ap", "fit_s"),
-         paired("perceptron", "crfsuite ap"), ratio("perceptron", "crfsuite ap", "predict_s"),
+         paired("perceptron", "crfsuite ap"), ratio("perceptron", "crfsuite ap", "fit_cpu_s"),
+         ratio("perceptron", "crfsuite ap", "predict_s"),
          ratio("perceptron", "crfsuite ap", "peak_growth_mb")]
         for _ in [0] if "perceptron" in by]
     cmd = "python benchmarks/bench_sequence.py --task " + args.task + \
@@ -374,7 +394,8 @@ def write_report(args, rows, stem):
             md_table(header, body), ""]
     if any(r["library"] == "crfsuite" for r in rows):
         text += ["Ratios (structlearn / peer, side by side):", "",
-                 md_table(["pair", "fit time (medians)", "fit time, each repeat", "predict time",
+                 md_table(["pair", "fit time (medians)", "fit time, each repeat",
+                           "fit CPU time (medians; 2 threads: both threads' CPU)", "predict time",
                            "peak memory growth"], ratios),
                  ""]
     else:
