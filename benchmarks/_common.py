@@ -219,6 +219,24 @@ def command_line(argv=None):
     return " ".join(["python", str(script)] + ([shlex.join(args)] if args else []))
 
 
+def arcs_kernels_at(rev):
+    """``structlearn.kernels.arcs`` as it was at git revision ``rev``, loaded
+    as a module of its own beside this checkout's (for A/B timings of the
+    parser's feature kernels in one process)."""
+    import tempfile
+    root = Path(__file__).resolve().parents[1]
+    src = subprocess.run(["git", "show", f"{rev}:structlearn/kernels/arcs.py"], cwd=root,
+                         check=True, capture_output=True, text=True).stdout
+    src = src.replace("from ._math import prefetch",
+                      "from structlearn.kernels._math import prefetch")
+    path = Path(tempfile.mkdtemp()) / "arcs_base.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("arcs_base", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def have(module):
     """Whether ``module`` (a peer library: ``mord``, ``sklearn_crfsuite``) is
     importable."""

@@ -15,36 +15,20 @@ not cost speed.
 """
 
 import argparse
-import importlib.util
 import os
 import pickle
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _common import ewt_parsing_xy  # noqa: E402
+from _common import arcs_kernels_at, ewt_parsing_xy  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from structlearn.kernels import arcs  # noqa: E402
 from structlearn.feature_extraction._arcs import _dd_implies_plain, _template_ids  # noqa: E402
-
-
-def base_kernels(rev):
-    src = subprocess.run(["git", "show", f"{rev}:structlearn/kernels/arcs.py"], cwd=ROOT,
-                         check=True, capture_output=True, text=True).stdout
-    src = src.replace("from ._math import prefetch",
-                      "from structlearn.kernels._math import prefetch")
-    path = Path(tempfile.mkdtemp()) / "arcs_base.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location("arcs_base", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def main():
@@ -55,7 +39,7 @@ def main():
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=9)
     args = ap.parse_args()
-    old = base_kernels(args.base)
+    old = arcs_kernels_at(args.base)
     if args.model:
         with open(args.model, "rb") as fh:
             est = pickle.load(fh)

@@ -15,37 +15,22 @@ Usage::
 """
 
 import argparse
-import importlib.util
 import os
 import pickle
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _common import ewt_parsing_xy, machine_info, md_table, write_text  # noqa: E402
+from _common import (  # noqa: E402
+    arcs_kernels_at, ewt_parsing_xy, machine_info, md_table, write_text)
 
 import numpy as np  # noqa: E402
 
 from structlearn.kernels.arcs import TEMPLATES, fill_table  # noqa: E402
 from structlearn.solvers import thread_map  # noqa: E402
 from structlearn.structures.tree import Tree  # noqa: E402
-
-
-def base_kernels(rev):
-    src = subprocess.run(["git", "show", f"{rev}:structlearn/kernels/arcs.py"], cwd=ROOT,
-                         check=True, capture_output=True, text=True).stdout
-    src = src.replace("from ._math import prefetch",
-                      "from structlearn.kernels._math import prefetch")
-    path = Path(tempfile.mkdtemp()) / "arcs_base.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location("arcs_base", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def main():
@@ -55,7 +40,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/parsing_weight_table"))
     args = ap.parse_args()
-    old = base_kernels(args.base)
+    old = arcs_kernels_at(args.base)
     with open(args.model, "rb") as fh:
         est = pickle.load(fh)
     X, _ = ewt_parsing_xy("dev")
