@@ -8,10 +8,15 @@ a fitted DependencyParser (``--model``, a pickle; without it a parser is
 fitted on ``--fit`` EWT train sentences), one thread, alternating A/B over
 ``--repeat`` rounds; the scores are checked bit for bit identical.  Prints
 the median time ratio base / this (> 1: this checkout is faster) and its
-range.  Made for compile-time changes of the kernel (issue 20), which must
+range (CPU time of the process: the kernels run on one thread, and CPU
+time holds better than wall time on the shared machine).  Made for compile-time changes of the kernel (issue 20), which must
 not cost speed.
 
     python benchmarks/micro/bench_arc_scores_ab.py --base b1c1ff9 --repeat 9
+
+``--predict`` also times ``DependencyParser.predict`` end to end with both
+kernels (n_jobs 1 and 2, wall time), e.g. ``--model parser.pkl --n 2001
+--predict``.
 """
 
 import argparse
@@ -38,6 +43,10 @@ def main():
     ap.add_argument("--fit", type=int, default=2000)
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--predict", action="store_true",
+                    help="also time DependencyParser.predict end to end (token dicts in, "
+                         "heads out) with n_jobs 1 and 2, the base kernel swapped in for "
+                         "'base' (wall seconds: two threads)")
     args = ap.parse_args()
     old = arcs_kernels_at(args.base)
     if args.model:
@@ -62,14 +71,49 @@ def main():
     times = {k: [] for k in kern}
     for r in range(args.repeat):
         for k in (("base", "this") if r % 2 == 0 else ("this", "base")):
-            t0 = time.perf_counter()
+            t0 = time.process_time()   # one thread: its CPU time, robust to load
             kern[k](A, word_off, 0, n, arcs.TEMPLATES, table, ddp)
-            times[k].append(time.perf_counter() - t0)
+            times[k].append(time.process_time() - t0)
     ratio = np.asarray(times["base"]) / np.asarray(times["this"])
     print(f"{n} sentences, {len(table) // 2} table slots; base {args.base} "
-          f"{np.median(times['base']):.3f} s, this {np.median(times['this']):.3f} s (median); "
+          f"{np.median(times['base']):.3f} s, this {np.median(times['this']):.3f} CPU s (median); "
           f"ratio base/this {np.median(ratio):.3f} (range {ratio.min():.3f}-{ratio.max():.3f}); "
           f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}; scores identical")
+    if args.predict:
+        predict_ab(est, X, old.arc_scores_direct, args.repeat)
+
+
+def predict_ab(est, X, base_kernel, repeat):
+    """``est.predict(X)`` with this checkout's kernel and with ``base_kernel``
+    (patched into ``feature_extraction._arcs``), n_jobs 1 and 2, alternating;
+    prints sentences/s (median, range) and the per-round ratio."""
+    from structlearn.feature_extraction import _arcs
+    this_kernel = _arcs.arc_scores_direct
+    kern = {"base": base_kernel, "this": this_kernel}
+    for n_jobs in (1, 2):
+        est.set_params(n_jobs=n_jobs)
+        preds = {}
+        for k, f in kern.items():
+            _arcs.arc_scores_direct = f
+            preds[k] = est.predict(X)   # warm: weight table, threads
+        if not all(np.array_equal(a, b) for a, b in zip(preds["base"], preds["this"])):
+            raise SystemExit("predictions differ")
+        load0 = os.getloadavg()[0]
+        times = {k: [] for k in kern}
+        for r in range(repeat):
+            for k in (("base", "this") if r % 2 == 0 else ("this", "base")):
+                _arcs.arc_scores_direct = kern[k]
+                t0 = time.perf_counter()
+                est.predict(X)
+                times[k].append(time.perf_counter() - t0)
+        _arcs.arc_scores_direct = this_kernel
+        rate = {k: len(X) / np.asarray(v) for k, v in times.items()}
+        ratio = rate["this"] / rate["base"]
+        print(f"predict n_jobs={n_jobs}: " + ", ".join(
+            f"{k} {np.median(r):.0f} sentences/s ({r.min():.0f}-{r.max():.0f})"
+            for k, r in rate.items())
+            + f"; this/base {np.median(ratio):.2f} ({ratio.min():.2f}-{ratio.max():.2f}); "
+            f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}; predictions identical")
 
 
 if __name__ == "__main__":

@@ -436,21 +436,161 @@ def _slot(table, key):
     return np.int64(np.uint64(key) & np.uint64(len(table) // 2 - 1))
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _request(table, keys, j, key):
-    """Queue ``key`` as the ``j``-th lookup of a batch and prefetch its slot."""
-    keys[j] = key
-    prefetch(table, 2 * _slot(table, key))
+#: How many lookups ahead :func:`_lookup_all` prefetches (16 and 64 measured
+#: slower than 32 on EWT; ``benchmarks/micro/bench_weight_table.py``).
+PREFETCH_AHEAD = 32
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _answer(table, tw, keys, known, vals, j):
-    """Look up the ``j``-th queued key: whether it is known into
-    ``known[j]``, its weight (0.0 if unknown) into ``vals[j]``.  ``tw`` is
-    the weight table viewed as float64 (a slot's value: the weight's bits)."""
-    s = _find(table, keys[j])
-    known[j] = s >= 0
-    vals[j] = tw[2 * s + 1] if s >= 0 else 0.0
+@njit(cache=True, nogil=True)
+def _lookup_all(table, tw, keys, known, vals, c):
+    """Look up ``keys[:c]`` in the weight table: whether each is known into
+    ``known``, its weight (0.0 if unknown) into ``vals``.  ``tw`` is the
+    table viewed as float64 (a slot's value: the weight's bits).  The slot
+    of the key :data:`PREFETCH_AHEAD` places on is prefetched, so that about
+    that many memory loads are in flight at any time.  (Called, not inlined
+    with ``inline="always"``: the same speed, measured, and compiled once
+    instead of in each of its five callers; its callers count ``c`` from
+    ``np.int64(0)``, as a literal 0 would compile it once more.)"""
+    for j in range(min(PREFETCH_AHEAD, c)):
+        prefetch(table, 2 * _slot(table, keys[j]))
+    for j in range(c):
+        if j + PREFETCH_AHEAD < c:
+            prefetch(table, 2 * _slot(table, keys[j + PREFETCH_AHEAD]))
+        s = _find(table, keys[j])
+        known[j] = s >= 0
+        vals[j] = tw[2 * s + 1] if s >= 0 else 0.0
+
+
+@njit(cache=True, nogil=True)
+def _modifier_values(A, w0, n, T, pair, nh, V):
+    """``V[ti, m, j]``: the attribute id read by the ``j``-th modifier-side
+    item of two-sided template ``pair[ti]`` with the modifier at ``m`` (it
+    does not depend on the head), so that an arc's plain hash is
+    ``S[t, h]`` mixed with ``V[ti, m, :]``, as in :func:`_plain_hash`."""
+    for ti in range(len(pair)):
+        t = pair[ti]
+        for m in range(1, n + 1):
+            for j in range(nh[t], T[t, 0]):
+                V[ti, m, j - nh[t]] = _attr(A, w0, n, _position(T[t, 1 + 2 * j], 0, m),
+                                            T[t, 2 + 2 * j])
+
+
+@njit(cache=True, nogil=True)
+def _one_sided_weights(table, tw, S, n, nh, one_side, dd_implies_plain,
+                       WP, KP, WD, keys, known, vals, src):
+    """Weights of the one-sided templates' features of a sentence (each looked
+    up once, not once per arc): ``WP[t, p]`` the plain feature's with the
+    head (or the modifier) at ``p`` and ``KP[t, p]`` whether it is known;
+    ``WD[t, p, dd]`` its direction-distance feature's, for every ``dd`` an
+    arc of the sentence has at ``p`` (0.0: unknown, or not looked up, the
+    plain feature being unknown and ``dd_implies_plain``)."""
+    nt = len(one_side)
+    c = np.int64(0)
+    for t in range(nt):
+        if one_side[t]:
+            for p in range(n + 1):
+                keys[c] = _plain_key(S[t, p])
+                c += 1
+    _lookup_all(table, tw, keys, known, vals, c)
+    c = np.int64(0)
+    for t in range(nt):
+        if one_side[t]:
+            for p in range(n + 1):
+                WP[t, p] = vals[c]
+                KP[t, p] = known[c]
+                c += 1
+    WDf = WD.reshape(-1)
+    span = WD.shape[1] * 16
+    need = np.zeros(16, dtype=np.bool_)
+    c = np.int64(0)
+    for t in range(nt):
+        if not one_side[t]:
+            continue
+        head = nh[t] > 0
+        for p in range(0 if head else 1, n + 1):   # heads 0..n, modifiers 1..n
+            need[:] = False
+            for q in range(1 if head else 0, n + 1):
+                if q != p:
+                    need[_dir_dist(p, q) if head else _dir_dist(q, p)] = True
+            for dd in range(16):
+                if need[dd]:
+                    WDf[t * span + p * 16 + dd] = 0.0
+                    if KP[t, p] or not dd_implies_plain:
+                        keys[c] = _dd_key(S[t, p], dd)
+                        src[c] = t * span + p * 16 + dd
+                        c += 1
+    _lookup_all(table, tw, keys, known, vals, c)
+    for j in range(c):
+        WDf[src[j]] = vals[j]
+
+
+@njit(cache=True, nogil=True)
+def _between_scores(table, tw, A, w0, n, nt, dd_implies_plain, theta, r0,
+                    tags, n_tags, keys, known, vals, src, HX, PV, PK, DV):
+    """Add the in-between templates' weights to the arc scores of a sentence
+    (``theta[r0:]``): the pairs ``lo < hi`` walked outward, one in-between
+    word joining the distinct tags at a time, which the arcs ``lo -> hi``
+    and ``hi -> lo`` share; each arc's weights added after its other
+    templates', in the order of :func:`arc_keys`."""
+    nb = len(BETWEEN_ATTRS)
+    for lo in range(n - 1):
+        n_tags[:] = 0
+        for hi in range(lo + 2, n + 1):
+            for bi in range(nb):   # word hi - 1 joins the in-between words
+                v = _attr(A, w0, n, hi - 1, BETWEEN_ATTRS[bi])
+                new = True
+                for q in range(n_tags[bi]):
+                    if tags[bi, q] == v:
+                        new = False
+                        break
+                if new:
+                    tags[bi, n_tags[bi]] = v
+                    n_tags[bi] += 1
+            # plain keys of both arcs, then their direction-distance keys
+            c = np.int64(0)
+            for side in range(2):
+                h, m = (lo, hi) if side == 0 else (hi, lo)
+                if m == 0:
+                    continue
+                for bi in range(nb):
+                    base = _between_base(A, w0, n, nt + bi, BETWEEN_ATTRS[bi], h, m)
+                    for q in range(n_tags[bi]):
+                        x = _between_key(base, tags[bi, q])
+                        HX[c] = np.uint64(x)
+                        keys[c] = x
+                        c += 1
+            _lookup_all(table, tw, keys, PK, PV, c)
+            c = np.int64(0)
+            j = 0
+            for side in range(2):
+                h, m = (lo, hi) if side == 0 else (hi, lo)
+                if m == 0:
+                    continue
+                dd = _dir_dist(h, m)
+                for bi in range(nb):
+                    for q in range(n_tags[bi]):
+                        DV[j] = 0.0
+                        if PK[j] or not dd_implies_plain:
+                            keys[c] = _dd_key(HX[j], dd)
+                            src[c] = j
+                            c += 1
+                        j += 1
+            _lookup_all(table, tw, keys, known, vals, c)
+            for j in range(c):
+                DV[src[j]] = vals[j]
+            j = 0
+            for side in range(2):
+                h, m = (lo, hi) if side == 0 else (hi, lo)
+                if m == 0:
+                    continue
+                r = r0 + (m - 1) * (n + 1) + h
+                s = theta[r]
+                for bi in range(nb):
+                    for q in range(n_tags[bi]):
+                        s += PV[j]
+                        s += DV[j]
+                        j += 1
+                theta[r] = s
 
 
 @njit(cache=True, nogil=True)
@@ -465,27 +605,31 @@ def arc_scores_direct(A, word_off, a, b, T, table, dd_implies_plain):
     known feature costs one cache miss, not a second one into the weight
     vector.
 
-    The same keys as :func:`arc_keys` (from the same :func:`sentence_states`,
-    :func:`_plain_hash` and key functions), each looked up and its weight
-    added in the same order (an unknown feature adds 0.0, which leaves a
-    float sum unchanged), so the scores are bit-for-bit those of the
-    materialised path.  What is saved is work, not features:
+    The same keys as :func:`arc_keys` (from the same :func:`sentence_states`
+    and key functions), each looked up and its weight added in the same
+    order (an unknown feature adds 0.0, which leaves a float sum unchanged),
+    so the scores are bit-for-bit those of the materialised path.  What is
+    saved is work, not features:
 
     * a template reading one side of the arc (10 read only the head, 10
-      only the modifier) has one plain key per word, looked up once per
-      sentence position, and one direction-distance key per (word,
-      direction-distance), looked up once;
+      only the modifier) has one plain key per word and one
+      direction-distance key per (word, direction-distance), each looked up
+      once per sentence (:func:`_one_sided_weights`);
     * with ``dd_implies_plain`` (true when a direction-distance feature is
       only kept with its plain feature: ``min_freq`` counts a plain feature
       on every gold arc its conjoined one is on, so it holds unless
       ``templates`` keeps a conjoined template without its plain one), the
       direction-distance key of an unknown plain feature is not looked up;
-    * the in-between templates walk every pair ``lo < hi`` outward, adding
-      one in-between word at a time to the distinct tags, which the arcs
-      ``lo -> hi`` and ``hi -> lo`` share;
+    * a two-sided template's modifier-side attribute ids are read once per
+      word (:func:`_modifier_values`), so an arc's plain hash is its head's
+      state mixed with them, without the per-item position logic;
+    * the in-between templates walk every pair ``lo < hi`` outward
+      (:func:`_between_scores`);
     * the table is far larger than the caches, so a lookup costs a memory
-      load: an arc's keys are computed first, their slots prefetched, then
-      looked up, so that the loads overlap.
+      load: the keys of a whole modifier row (every head, every two-sided
+      template) are computed first, then looked up with the slot
+      :data:`PREFETCH_AHEAD` keys on prefetched (:func:`_lookup_all`), so
+      that the loads overlap; then the row's direction-distance keys.
 
     Returns theta in the tree kernels' layout (per sentence an ``(n, n + 1)``
     block, modifier-major; self-loops 0.0).
@@ -494,6 +638,12 @@ def arc_scores_direct(A, word_off, a, b, T, table, dd_implies_plain):
     tw = table.view(np.float64)
     nh, one_side = _template_kinds(T)
     pair = np.flatnonzero(~one_side)
+    npair = len(pair)
+    pidx = np.full(nt, -1, dtype=np.int64)   # template -> its index in pair
+    nmv = np.empty(npair, dtype=np.int64)    # its modifier-side item count
+    for ti in range(npair):
+        pidx[pair[ti]] = ti
+        nmv[ti] = T[pair[ti], 0] - nh[pair[ti]]
     n_arcs = 0
     max_n = 0
     for i in range(a, b):
@@ -502,166 +652,83 @@ def arc_scores_direct(A, word_off, a, b, T, table, dd_implies_plain):
         max_n = max(max_n, n)
     theta = np.zeros(n_arcs)
     S = np.empty((nt, max_n + 1), dtype=np.uint64)
-    WP = np.zeros((nt, max_n + 1))                 # one-sided plain weights,
+    V = np.zeros((max(npair, 1), max_n + 1, _MAX_ITEMS), dtype=np.int64)
+    WP = np.zeros((nt, max_n + 1))                  # one-sided plain weights,
     KP = np.zeros((nt, max_n + 1), dtype=np.bool_)  # whether known,
-    WD = np.empty((nt, max_n + 1, 16))             # direction-distance weights
-    DONE = np.zeros((nt, max_n + 1, 16), dtype=np.bool_)
+    WD = np.zeros((nt, max_n + 1, 16))              # direction-distance weights
     nb = len(BETWEEN_ATTRS)
     tags = np.empty((nb, max_n + 1), dtype=np.int64)
     n_tags = np.zeros(nb, dtype=np.int64)
-    size = max(2 * nt, 4 * nb * (max_n + 1))
+    size = max((max_n + 1) * max(npair, 1), nt * (max_n + 1) * 16, 4 * nb * (max_n + 1))
     keys = np.empty(size, dtype=np.int64)          # a batch of lookups,
     known = np.empty(size, dtype=np.bool_)         # whether found,
-    vals = np.empty(size)                          # their weights
+    vals = np.empty(size)                          # their weights,
     src = np.empty(size, dtype=np.int64)           # what each lookup is for
-    hx = np.empty(size, dtype=np.uint64)           # plain hashes
-    PV = np.zeros(size)                            # plain weights
+    HX = np.empty(size, dtype=np.uint64)           # plain hashes of a row
+    PV = np.zeros(size)                            # their weights,
+    PK = np.zeros(size, dtype=np.bool_)            # whether known,
     DV = np.zeros(size)                            # direction-distance weights
-    PK = np.zeros(size, dtype=np.bool_)
-    r0 = 0
+    hr = np.empty(max_n + 1, dtype=np.int64)       # the heads of a row,
+    ddr = np.empty(max_n + 1, dtype=np.int64)      # their direction-distance
+    r0 = np.int64(0)   # (a literal 0 would compile _between_scores twice)
     for i in range(a, b):
         w0 = word_off[i]
         n = word_off[i + 1] - w0
         sentence_states(A, w0, n, T, S)
-        c = 0
-        for t in range(nt):
-            if one_side[t]:
-                for p in range(n + 1):
-                    if c == size:
-                        for j in range(c):
-                            _answer(table, tw, keys, known, vals, j)
-                        for j in range(c):
-                            q = src[j]
-                            WP[q // (n + 1), q % (n + 1)] = vals[j]
-                            KP[q // (n + 1), q % (n + 1)] = known[j]
-                        c = 0
-                    _request(table, keys, c, _plain_key(S[t, p]))
-                    src[c] = t * (n + 1) + p
-                    c += 1
-                    DONE[t, p, :] = False
-        for j in range(c):
-            _answer(table, tw, keys, known, vals, j)
-        for j in range(c):
-            q = src[j]
-            WP[q // (n + 1), q % (n + 1)] = vals[j]
-            KP[q // (n + 1), q % (n + 1)] = known[j]
+        _modifier_values(A, w0, n, T, pair, nh, V)
+        _one_sided_weights(table, tw, S, n, nh, one_side, dd_implies_plain,
+                           WP, KP, WD, keys, known, vals, src)
         for m in range(1, n + 1):
+            k = 0
             for h in range(n + 1):
-                if h == m:
-                    continue
-                dd = _dir_dist(h, m)
-                # plain keys of the two-sided templates
-                c = 0
-                for t in pair:
-                    x = _plain_hash(S, A, w0, n, T, t, nh[t], h, m)
-                    hx[t] = x
-                    _request(table, keys, c, _plain_key(x))
-                    src[c] = t
+                if h != m:
+                    hr[k] = h
+                    ddr[k] = _dir_dist(h, m)
+                    k += 1
+            # plain keys of the two-sided templates, every head of the row
+            c = np.int64(0)
+            for hh in range(n):
+                h = hr[hh]
+                for ti in range(npair):
+                    x = S[pair[ti], h]
+                    for j in range(nmv[ti]):
+                        x = _mix(x, V[ti, m, j])
+                    HX[c] = x
+                    keys[c] = _plain_key(x)
                     c += 1
-                for j in range(c):
-                    _answer(table, tw, keys, known, vals, j)
-                for j in range(c):
-                    t = src[j]
-                    PK[t] = known[j]
-                    PV[t] = vals[j]
-                # direction-distance keys: two-sided, and one-sided not yet known
-                c = 0
-                for t in range(nt):
-                    DV[t] = 0.0
-                    if one_side[t]:
-                        p = m if nh[t] == 0 else h
-                        PV[t] = WP[t, p]
-                        PK[t] = KP[t, p]
-                        if DONE[t, p, dd]:
-                            DV[t] = WD[t, p, dd]
-                            continue
-                        hx[t] = S[t, p]
-                    if PK[t] or not dd_implies_plain:
-                        _request(table, keys, c, _dd_key(hx[t], dd))
-                        src[c] = t
+            _lookup_all(table, tw, keys, PK, PV, c)
+            # their direction-distance keys
+            c = np.int64(0)
+            idx = 0
+            for hh in range(n):
+                dd = ddr[hh]
+                for ti in range(npair):
+                    DV[idx] = 0.0
+                    if PK[idx] or not dd_implies_plain:
+                        keys[c] = _dd_key(HX[idx], dd)
+                        src[c] = idx
                         c += 1
-                    elif one_side[t]:
-                        WD[t, p, dd] = 0.0
-                        DONE[t, p, dd] = True
-                for j in range(c):
-                    _answer(table, tw, keys, known, vals, j)
-                for j in range(c):
-                    t = src[j]
-                    v = vals[j]
-                    DV[t] = v
-                    if one_side[t]:
-                        p = m if nh[t] == 0 else h
-                        WD[t, p, dd] = v
-                        DONE[t, p, dd] = True
+                    idx += 1
+            _lookup_all(table, tw, keys, known, vals, c)
+            for j in range(c):
+                DV[src[j]] = vals[j]
+            # the sums, in template order
+            for hh in range(n):
+                h = hr[hh]
+                dd = ddr[hh]
+                base = hh * npair
                 s = 0.0
                 for t in range(nt):
-                    s += PV[t]
-                    s += DV[t]
+                    if one_side[t]:
+                        p = m if nh[t] == 0 else h
+                        s += WP[t, p]
+                        s += WD[t, p, dd]
+                    else:
+                        s += PV[base + pidx[t]]
+                        s += DV[base + pidx[t]]
                 theta[r0 + (m - 1) * (n + 1) + h] = s
-        # in-between tags: arcs lo -> hi and hi -> lo, hi walking away from lo
-        for lo in range(n - 1):
-            n_tags[:] = 0
-            for hi in range(lo + 2, n + 1):
-                for bi in range(nb):   # word hi - 1 joins the in-between words
-                    v = _attr(A, w0, n, hi - 1, BETWEEN_ATTRS[bi])
-                    new = True
-                    for q in range(n_tags[bi]):
-                        if tags[bi, q] == v:
-                            new = False
-                            break
-                    if new:
-                        tags[bi, n_tags[bi]] = v
-                        n_tags[bi] += 1
-                # plain keys of both arcs, then their direction-distance keys
-                c = 0
-                for side in range(2):
-                    h, m = (lo, hi) if side == 0 else (hi, lo)
-                    if m == 0:
-                        continue
-                    for bi in range(nb):
-                        base = _between_base(A, w0, n, nt + bi, BETWEEN_ATTRS[bi], h, m)
-                        for q in range(n_tags[bi]):
-                            _request(table, keys, c, _between_key(base, tags[bi, q]))
-                            c += 1
-                for j in range(c):
-                    _answer(table, tw, keys, known, vals, j)
-                n_plain = c
-                for j in range(n_plain):
-                    PK[j] = known[j]
-                    PV[j] = vals[j]
-                    hx[j] = np.uint64(keys[j])
-                c = 0
-                j = 0
-                for side in range(2):
-                    h, m = (lo, hi) if side == 0 else (hi, lo)
-                    if m == 0:
-                        continue
-                    dd = _dir_dist(h, m)
-                    for bi in range(nb):
-                        for q in range(n_tags[bi]):
-                            DV[j] = 0.0
-                            if PK[j] or not dd_implies_plain:
-                                _request(table, keys, c, _dd_key(hx[j], dd))
-                                src[c] = j
-                                c += 1
-                            j += 1
-                for j in range(c):
-                    _answer(table, tw, keys, known, vals, j)
-                for j in range(c):
-                    DV[src[j]] = vals[j]
-                j = 0
-                for side in range(2):
-                    h, m = (lo, hi) if side == 0 else (hi, lo)
-                    if m == 0:
-                        continue
-                    r = r0 + (m - 1) * (n + 1) + h
-                    s = theta[r]
-                    for bi in range(nb):
-                        for q in range(n_tags[bi]):
-                            s += PV[j]
-                            s += DV[j]
-                            j += 1
-                    theta[r] = s
+        _between_scores(table, tw, A, w0, n, nt, dd_implies_plain, theta, r0,
+                        tags, n_tags, keys, known, vals, src, HX, PV, PK, DV)
         r0 += n * (n + 1)
     return theta
 
