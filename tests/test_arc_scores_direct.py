@@ -114,6 +114,42 @@ def test_arc_keys_follow_their_definition():
         assert buf[:c].tolist() == reference_keys(A[2:], n, h, m)
 
 
+@pytest.mark.parametrize("kw", [{}, {"min_freq": 2},
+                                {"templates": [template_names()[N_BASE + 11],
+                                               template_names()[3], template_names()[62]]}])
+def test_arc_feature_ids_are_the_known_keys_of_each_arc_in_order(kw):
+    # independent of the batch kernel: every key of arc_keys (one arc at a
+    # time, no table), its column id its rank among the vectorizer's sorted
+    # keys, kept when it is one of them
+    rng = np.random.RandomState(3)
+    X, y = random_sentences(rng, 50, 10)
+    vec = ArcVectorizer(**kw).fit(X, y)
+    keys = np.asarray(vec._keys)
+    Xt, _ = random_sentences(rng, 6, 0, vocab=30, lengths=[1, 2, 14, 3, 30, 1])
+    for data in (X[:10], Xt):
+        A, off = vec.transform(data)
+        for a, b in ((0, len(data)), (2, 4)):
+            indptr, ids = vec.arc_features(A, off, a, b)
+            r = 0
+            for i in range(a, b):
+                n = off[i + 1] - off[i]
+                buf = np.empty(key_buffer_size(len(TEMPLATES), n), dtype=np.int64)
+                tb = np.empty(len(buf), dtype=np.int64)
+                for m in range(1, n + 1):
+                    for h in range(n + 1):
+                        want = []
+                        if h != m:
+                            c = arc_keys(A, off[i], n, h, m, TEMPLATES, buf, tb)
+                            pos = np.searchsorted(keys, buf[:c])
+                            hit = (pos < len(keys)) & (keys[np.minimum(pos, len(keys) - 1)]
+                                                       == buf[:c])
+                            want = pos[hit].tolist()
+                        assert ids[indptr[r]:indptr[r + 1]].tolist() == want, (i, h, m)
+                        r += 1
+            assert r == len(indptr) - 1
+    assert len(ids) > 0
+
+
 def test_parser_predicts_from_fused_scores_what_the_materialised_scores_give():
     rng = np.random.RandomState(2)
     X, y = random_sentences(rng, 80, 10)

@@ -14,6 +14,7 @@ not cost speed.
 
     python benchmarks/micro/bench_arc_scores_ab.py --base b1c1ff9 --repeat 9
 
+``--ids`` also times ``arc_feature_ids`` (the fit's arc-feature cache).
 ``--predict`` also times ``DependencyParser.predict`` end to end with both
 kernels (n_jobs 1 and 2, wall time), e.g. ``--model parser.pkl --n 2001
 --predict``.
@@ -47,6 +48,10 @@ def main():
                     help="also time DependencyParser.predict end to end (token dicts in, "
                          "heads out) with n_jobs 1 and 2, the base kernel swapped in for "
                          "'base' (wall seconds: two threads)")
+    ap.add_argument("--ids", action="store_true",
+                    help="also time arc_feature_ids (the training path's arc-feature "
+                         "cache: the known features' column ids of every arc, from the "
+                         "feature table), base vs this, one thread, CPU time; checked equal")
     ap.add_argument("--small-table", action="store_true",
                     help="also time both kernels with a cache-resident weight table (the "
                          "model's first 20,000 features, 2 MB): every key still computed and "
@@ -84,6 +89,8 @@ def main():
           f"{np.median(times['base']):.3f} s, this {np.median(times['this']):.3f} CPU s (median); "
           f"ratio base/this {np.median(ratio):.3f} (range {ratio.min():.3f}-{ratio.max():.3f}); "
           f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}; scores identical")
+    if args.ids:
+        ids_ab(est, A, word_off, n, old, ddp, args.repeat)
     if args.small_table:
         keys = est.vectorizer_._keys_by_id()[:20000]
         small = np.zeros(2 * 2**16, dtype=np.int64)
@@ -103,6 +110,35 @@ def main():
             + ", ".join(f"{k} {med[k] / np.median(times[k]):.2f}" for k in kern))
     if args.predict:
         predict_ab(est, X, old.arc_scores_direct, args.repeat)
+
+
+def ids_ab(est, A, word_off, n, old, ddp, repeat):
+    """``arc_feature_ids`` of this checkout and of the base (whose signature
+    may lack ``dd_implies_plain``), alternating, CPU seconds."""
+    import inspect
+    ftable = est.vectorizer_._table
+    base_args = (A, word_off, 0, n, arcs.TEMPLATES, ftable)
+    if len(inspect.signature(old.arc_feature_ids.py_func).parameters) == 7:
+        base_args += (ddp,)
+    kern = {"base": lambda: old.arc_feature_ids(*base_args),
+            "this": lambda: arcs.arc_feature_ids(A, word_off, 0, n, arcs.TEMPLATES, ftable, ddp)}
+    outs = {k: f() for k, f in kern.items()}
+    if not all(np.array_equal(x, y) for x, y in zip(outs["base"], outs["this"])):
+        raise SystemExit("arc feature ids differ")
+    n_ids = len(outs["this"][1])
+    del outs
+    load0 = os.getloadavg()[0]
+    times = {k: [] for k in kern}
+    for r in range(repeat):
+        for k in (("base", "this") if r % 2 == 0 else ("this", "base")):
+            t0 = time.process_time()
+            kern[k]()
+            times[k].append(time.process_time() - t0)
+    ratio = np.asarray(times["base"]) / np.asarray(times["this"])
+    print(f"arc_feature_ids ({n_ids} ids): base {np.median(times['base']):.3f}, this "
+          f"{np.median(times['this']):.3f} CPU s (median); ratio base/this "
+          f"{np.median(ratio):.3f} (range {ratio.min():.3f}-{ratio.max():.3f}); load "
+          f"{load0:.1f} -> {os.getloadavg()[0]:.1f}; ids identical")
 
 
 def predict_ab(est, X, base_kernel, repeat):

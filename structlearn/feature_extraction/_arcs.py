@@ -261,7 +261,8 @@ class ArcVectorizer(BaseEstimator):
     def arc_features(self, A, word_off, a, b):
         """``(indptr, ids)`` of every arc of sentences ``a..b-1`` (see
         :func:`structlearn.kernels.arcs.arc_feature_ids`)."""
-        return arc_feature_ids(A, word_off, a, b, TEMPLATES, self._table)
+        return arc_feature_ids(A, word_off, a, b, TEMPLATES, self._table,
+                               _dd_implies_plain(_template_ids(self.templates)))
 
     def arc_scores(self, A, word_off, a, b, coef):
         """Arc scores ``theta = A(x) coef`` of sentences ``a..b-1`` without

@@ -365,58 +365,6 @@ def _find(table, key):
         s = (s + 1) & mask
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _lookup(table, key):
-    s = _find(table, key)
-    return table[2 * s + 1] if s >= 0 else -1
-
-
-@njit(cache=True, nogil=True)
-def arc_feature_ids(A, word_off, a, b, T, table):
-    """Column ids of the known features of every arc of sentences ``a..b-1``.
-
-    Arcs in the tree kernels' layout (per sentence an ``(n, n + 1)`` block,
-    modifier-major; self-loops have no features).  Returns ``(indptr,
-    ids)``: the ids of arc ``r`` (relative to the first arc of sentence
-    ``a``) are ``ids[indptr[r]:indptr[r + 1]]`` (int32).
-    """
-    n_arcs = 0
-    max_n = np.int64(0)  # a literal 0 would compile key_buffer_size once more
-    for i in range(a, b):
-        n = word_off[i + 1] - word_off[i]
-        n_arcs += n * (n + 1)
-        max_n = max(max_n, n)
-    indptr = np.zeros(n_arcs + 1, dtype=np.int64)
-    cap = max(16, n_arcs * 8)
-    ids = np.empty(cap, dtype=np.int32)
-    buf = np.empty(key_buffer_size(T.shape[0], max_n), dtype=np.int64)
-    tbuf = np.empty(len(buf), dtype=np.int64)
-    S = np.empty((T.shape[0], max_n + 1), dtype=np.uint64)
-    r = 0
-    k = 0
-    for i in range(a, b):
-        w0 = word_off[i]
-        n = word_off[i + 1] - w0
-        sentence_states(A, w0, n, T, S)
-        for m in range(1, n + 1):
-            for h in range(n + 1):
-                if h != m:
-                    c = _arc_keys_states(S, A, w0, n, h, m, T, buf, tbuf)
-                    if k + c > len(ids):
-                        grown = np.empty(max(2 * len(ids), k + c), dtype=np.int32)
-                        for j in range(k):   # (a loop: a slice copy compiles
-                            grown[j] = ids[j]  # Numba's string-formatting errors)
-                        ids = grown
-                    for j in range(c):
-                        f = _lookup(table, buf[j])
-                        if f >= 0:
-                            ids[k] = f
-                            k += 1
-                r += 1
-                indptr[r] = k
-    return indptr, ids[:k].copy()
-
-
 @njit(cache=True, nogil=True)
 def _template_kinds(T):
     """Per template: its head-side item count and whether it reads only one
@@ -442,15 +390,16 @@ PREFETCH_AHEAD = 32
 
 
 @njit(cache=True, nogil=True)
-def _lookup_all(table, tw, keys, known, vals, c):
-    """Look up ``keys[:c]`` in the weight table: whether each is known into
-    ``known``, its weight (0.0 if unknown) into ``vals``.  ``tw`` is the
-    table viewed as float64 (a slot's value: the weight's bits).  The slot
-    of the key :data:`PREFETCH_AHEAD` places on is prefetched, so that about
-    that many memory loads are in flight at any time.  (Called, not inlined
-    with ``inline="always"``: the same speed, measured, and compiled once
-    instead of in each of its five callers; its callers count ``c`` from
-    ``np.int64(0)``, as a literal 0 would compile it once more.)"""
+def _lookup_all(table, keys, known, vals, c, missing):
+    """Look up ``keys[:c]`` in ``table``: whether each is known into
+    ``known``, its value (``missing`` if unknown) into ``vals`` (int64: a
+    column id of the feature table, or a weight's bits in the weight
+    table).  The slot of the key
+    :data:`PREFETCH_AHEAD` places on is prefetched, so that about that many
+    memory loads are in flight at any time.  (Called, not inlined with
+    ``inline="always"``: the same speed, measured, and compiled once instead
+    of in each caller; its callers count ``c`` from ``np.int64(0)``, as a
+    literal 0 would compile it once more.)"""
     for j in range(min(PREFETCH_AHEAD, c)):
         prefetch(table, 2 * _slot(table, keys[j]))
     for j in range(c):
@@ -458,7 +407,7 @@ def _lookup_all(table, tw, keys, known, vals, c):
             prefetch(table, 2 * _slot(table, keys[j + PREFETCH_AHEAD]))
         s = _find(table, keys[j])
         known[j] = s >= 0
-        vals[j] = tw[2 * s + 1] if s >= 0 else 0.0
+        vals[j] = table[2 * s + 1] if s >= 0 else missing
 
 
 @njit(cache=True, nogil=True)
@@ -476,14 +425,15 @@ def _modifier_values(A, w0, n, T, pair, nh, V):
 
 
 @njit(cache=True, nogil=True)
-def _one_sided_weights(table, tw, S, n, nh, one_side, dd_implies_plain,
-                       WP, KP, WD, keys, known, vals, src):
-    """Weights of the one-sided templates' features of a sentence (each looked
-    up once, not once per arc): ``WP[t, p]`` the plain feature's with the
-    head (or the modifier) at ``p`` and ``KP[t, p]`` whether it is known;
-    ``WD[t, p, dd]`` its direction-distance feature's, for every ``dd`` an
-    arc of the sentence has at ``p`` (0.0: unknown, or not looked up, the
-    plain feature being unknown and ``dd_implies_plain``)."""
+def _one_sided_values(table, S, n, nh, one_side, dd_implies_plain, missing,
+                      WP, KP, WD, keys, known, vals, src):
+    """Values (weights' bits or column ids, see :func:`_lookup_all`) of the
+    one-sided templates' features of a sentence, each looked up once, not
+    once per arc: ``WP[t, p]`` the plain feature's with the head (or the
+    modifier) at ``p`` and ``KP[t, p]`` whether it is known; ``WD[t, p,
+    dd]`` its direction-distance feature's, for every ``dd`` an arc of the
+    sentence has at ``p`` (``missing``: unknown, or not looked up, the plain
+    feature being unknown and ``dd_implies_plain``)."""
     nt = len(one_side)
     c = np.int64(0)
     for t in range(nt):
@@ -491,7 +441,7 @@ def _one_sided_weights(table, tw, S, n, nh, one_side, dd_implies_plain,
             for p in range(n + 1):
                 keys[c] = _plain_key(S[t, p])
                 c += 1
-    _lookup_all(table, tw, keys, known, vals, c)
+    _lookup_all(table, keys, known, vals, c, missing)
     c = np.int64(0)
     for t in range(nt):
         if one_side[t]:
@@ -514,25 +464,31 @@ def _one_sided_weights(table, tw, S, n, nh, one_side, dd_implies_plain,
                     need[_dir_dist(p, q) if head else _dir_dist(q, p)] = True
             for dd in range(16):
                 if need[dd]:
-                    WDf[t * span + p * 16 + dd] = 0.0
+                    WDf[t * span + p * 16 + dd] = missing
                     if KP[t, p] or not dd_implies_plain:
                         keys[c] = _dd_key(S[t, p], dd)
                         src[c] = t * span + p * 16 + dd
                         c += 1
-    _lookup_all(table, tw, keys, known, vals, c)
+    _lookup_all(table, keys, known, vals, c, missing)
     for j in range(c):
         WDf[src[j]] = vals[j]
 
 
 @njit(cache=True, nogil=True)
-def _between_scores(table, tw, A, w0, n, nt, dd_implies_plain, theta, r0,
-                    tags, n_tags, keys, known, vals, src, HX, PV, PK, DV):
-    """Add the in-between templates' weights to the arc scores of a sentence
-    (``theta[r0:]``): the pairs ``lo < hi`` walked outward, one in-between
-    word joining the distinct tags at a time, which the arcs ``lo -> hi``
-    and ``hi -> lo`` share; each arc's weights added after its other
-    templates', in the order of :func:`arc_keys`."""
+def _between_values(table, A, w0, n, nt, dd_implies_plain, missing,
+                    tags, n_tags, keys, known, vals, src, HX, PK, PV,
+                    bstart, bcount, BV):
+    """Values (weights' bits or column ids, see :func:`_lookup_all`) of the known
+    in-between features of every arc of a sentence: those of the arc
+    ``(m - 1) * (n + 1) + h`` are ``BV[bstart[r]:bstart[r] + bcount[r]]``,
+    in the order of :func:`arc_keys` (per attribute, per distinct tag in
+    the order of first occurrence: plain, then direction-distance).  The
+    pairs ``lo < hi`` are walked outward, one in-between word joining the
+    distinct tags at a time, which the arcs ``lo -> hi`` and ``hi -> lo``
+    share.  Returns ``BV`` (a larger copy when it had to grow)."""
     nb = len(BETWEEN_ATTRS)
+    bcount[:n * (n + 1)] = 0
+    k = np.int64(0)
     for lo in range(n - 1):
         n_tags[:] = 0
         for hi in range(lo + 2, n + 1):
@@ -559,7 +515,8 @@ def _between_scores(table, tw, A, w0, n, nt, dd_implies_plain, theta, r0,
                         HX[c] = np.uint64(x)
                         keys[c] = x
                         c += 1
-            _lookup_all(table, tw, keys, PK, PV, c)
+            _lookup_all(table, keys, PK, PV, c, missing)
+            n_plain = c
             c = np.int64(0)
             j = 0
             for side in range(2):
@@ -569,52 +526,103 @@ def _between_scores(table, tw, A, w0, n, nt, dd_implies_plain, theta, r0,
                 dd = _dir_dist(h, m)
                 for bi in range(nb):
                     for q in range(n_tags[bi]):
-                        DV[j] = 0.0
+                        src[j] = -1
                         if PK[j] or not dd_implies_plain:
                             keys[c] = _dd_key(HX[j], dd)
-                            src[c] = j
+                            src[j] = c
                             c += 1
                         j += 1
-            _lookup_all(table, tw, keys, known, vals, c)
-            for j in range(c):
-                DV[src[j]] = vals[j]
+            _lookup_all(table, keys, known, vals, c, missing)
+            if k + 2 * n_plain > len(BV):
+                grown = np.empty(max(2 * len(BV), k + 2 * n_plain), dtype=BV.dtype)
+                for q in range(k):   # (a loop: a slice copy compiles Numba's
+                    grown[q] = BV[q]  # string-formatting errors)
+                BV = grown
             j = 0
             for side in range(2):
                 h, m = (lo, hi) if side == 0 else (hi, lo)
                 if m == 0:
                     continue
-                r = r0 + (m - 1) * (n + 1) + h
-                s = theta[r]
+                r = (m - 1) * (n + 1) + h
+                bstart[r] = k
                 for bi in range(nb):
                     for q in range(n_tags[bi]):
-                        s += PV[j]
-                        s += DV[j]
+                        if PK[j]:
+                            BV[k] = PV[j]
+                            k += 1
+                        if src[j] >= 0 and known[src[j]]:
+                            BV[k] = vals[src[j]]
+                            k += 1
                         j += 1
-                theta[r] = s
+                bcount[r] = k - bstart[r]
+    return BV
 
 
 @njit(cache=True, nogil=True)
-def arc_scores_direct(A, word_off, a, b, T, table, dd_implies_plain):
-    """Arc scores of sentences ``a..b-1`` straight from the token attributes:
-    :func:`arc_scores` of :func:`arc_feature_ids`, without materialising the
-    features.
+def _row_values(table, S, n, m, npair, pair, nmv, V, dd_implies_plain, missing,
+                hr, ddr, keys, known, vals, src, HX, PK, PV, DV):
+    """Values (weights' bits or column ids, see :func:`_lookup_all`) of the
+    two-sided templates' features of the arcs into ``m``: with ``hr`` the
+    heads ``0..n`` but ``m`` in order, ``PV[hh * npair + ti]`` (known:
+    ``PK``) is the plain feature's of template ``pair[ti]`` on the arc
+    ``hr[hh] -> m``, ``DV`` its direction-distance feature's (``missing``:
+    unknown or not looked up).  The keys of the whole row are computed
+    first, then looked up (:func:`_lookup_all`), so that the loads
+    overlap."""
+    k = 0
+    for h in range(n + 1):
+        if h != m:
+            hr[k] = h
+            ddr[k] = _dir_dist(h, m)
+            k += 1
+    c = np.int64(0)
+    for hh in range(n):
+        h = hr[hh]
+        for ti in range(npair):
+            x = S[pair[ti], h]
+            for j in range(nmv[ti]):
+                x = _mix(x, V[ti, m, j])
+            HX[c] = x
+            keys[c] = _plain_key(x)
+            c += 1
+    _lookup_all(table, keys, PK, PV, c, missing)
+    c = np.int64(0)
+    idx = 0
+    for hh in range(n):
+        dd = ddr[hh]
+        for ti in range(npair):
+            DV[idx] = missing
+            if PK[idx] or not dd_implies_plain:
+                keys[c] = _dd_key(HX[idx], dd)
+                src[c] = idx
+                c += 1
+            idx += 1
+    _lookup_all(table, keys, known, vals, c, missing)
+    for j in range(c):
+        DV[src[j]] = vals[j]
 
-    The weights are read from a weight table (:func:`fill_table` with the
-    weights' bits as values: the keys of the feature table that
-    :func:`arc_feature_ids` reads, each beside its feature's weight), so a
-    known feature costs one cache miss, not a second one into the weight
-    vector.
 
-    The same keys as :func:`arc_keys` (from the same :func:`sentence_states`
-    and key functions), each looked up and its weight added in the same
-    order (an unknown feature adds 0.0, which leaves a float sum unchanged),
-    so the scores are bit-for-bit those of the materialised path.  What is
-    saved is work, not features:
+@njit(cache=True, nogil=True)
+def _arc_values(A, word_off, a, b, T, table, dd_implies_plain, ids_out):
+    """The one pass over the arcs of sentences ``a..b-1`` that both the
+    scores (:func:`arc_scores_direct`) and the feature ids
+    (:func:`arc_feature_ids`) make: every arc's features looked up in
+    ``table`` (:func:`fill_table`) in the order of :func:`arc_keys`.
+
+    With ``ids_out`` false, ``table`` is a weight table (values: the
+    weights' bits) and the result is ``(theta, indptr, ids)`` with ``theta``
+    the arc scores -- the weights of the known features added in that order,
+    so bit for bit :func:`arc_scores` of the ids -- and ``indptr``, ``ids``
+    empty; with it true, ``table`` is a feature table (values: column ids),
+    ``theta`` is empty and ``indptr``, ``ids`` are the known features'
+    column ids per arc.
+
+    What is saved is work, not features:
 
     * a template reading one side of the arc (10 read only the head, 10
       only the modifier) has one plain key per word and one
       direction-distance key per (word, direction-distance), each looked up
-      once per sentence (:func:`_one_sided_weights`);
+      once per sentence (:func:`_one_sided_values`);
     * with ``dd_implies_plain`` (true when a direction-distance feature is
       only kept with its plain feature: ``min_freq`` counts a plain feature
       on every gold arc its conjoined one is on, so it holds unless
@@ -623,19 +631,13 @@ def arc_scores_direct(A, word_off, a, b, T, table, dd_implies_plain):
     * a two-sided template's modifier-side attribute ids are read once per
       word (:func:`_modifier_values`), so an arc's plain hash is its head's
       state mixed with them, without the per-item position logic;
+    * the keys of a whole modifier row are computed, then looked up with a
+      rolling prefetch (:func:`_row_values`): the table is far larger than
+      the caches, and the loads overlap;
     * the in-between templates walk every pair ``lo < hi`` outward
-      (:func:`_between_scores`);
-    * the table is far larger than the caches, so a lookup costs a memory
-      load: the keys of a whole modifier row (every head, every two-sided
-      template) are computed first, then looked up with the slot
-      :data:`PREFETCH_AHEAD` keys on prefetched (:func:`_lookup_all`), so
-      that the loads overlap; then the row's direction-distance keys.
-
-    Returns theta in the tree kernels' layout (per sentence an ``(n, n + 1)``
-    block, modifier-major; self-loops 0.0).
+      (:func:`_between_values`).
     """
     nt = T.shape[0]
-    tw = table.view(np.float64)
     nh, one_side = _template_kinds(T)
     pair = np.flatnonzero(~one_side)
     npair = len(pair)
@@ -645,92 +647,139 @@ def arc_scores_direct(A, word_off, a, b, T, table, dd_implies_plain):
         pidx[pair[ti]] = ti
         nmv[ti] = T[pair[ti], 0] - nh[pair[ti]]
     n_arcs = 0
-    max_n = 0
+    max_n = np.int64(0)
     for i in range(a, b):
         n = word_off[i + 1] - word_off[i]
         n_arcs += n * (n + 1)
         max_n = max(max_n, n)
-    theta = np.zeros(n_arcs)
+    theta = np.zeros(0 if ids_out else n_arcs)
+    indptr = np.zeros(n_arcs + 1 if ids_out else 0, dtype=np.int64)
+    ids = np.empty(max(16, n_arcs * 8) if ids_out else 0, dtype=np.int32)
     S = np.empty((nt, max_n + 1), dtype=np.uint64)
     V = np.zeros((max(npair, 1), max_n + 1, _MAX_ITEMS), dtype=np.int64)
-    WP = np.zeros((nt, max_n + 1))                  # one-sided plain weights,
-    KP = np.zeros((nt, max_n + 1), dtype=np.bool_)  # whether known,
-    WD = np.zeros((nt, max_n + 1, 16))              # direction-distance weights
+    WP = np.empty((nt, max_n + 1), dtype=np.int64)
+    KP = np.zeros((nt, max_n + 1), dtype=np.bool_)
+    WD = np.empty((nt, max_n + 1, 16), dtype=np.int64)
     nb = len(BETWEEN_ATTRS)
     tags = np.empty((nb, max_n + 1), dtype=np.int64)
     n_tags = np.zeros(nb, dtype=np.int64)
     size = max((max_n + 1) * max(npair, 1), nt * (max_n + 1) * 16, 4 * nb * (max_n + 1))
     keys = np.empty(size, dtype=np.int64)          # a batch of lookups,
     known = np.empty(size, dtype=np.bool_)         # whether found,
-    vals = np.empty(size)                          # their weights,
+    vals = np.empty(size, dtype=np.int64)    # their values,
     src = np.empty(size, dtype=np.int64)           # what each lookup is for
     HX = np.empty(size, dtype=np.uint64)           # plain hashes of a row
-    PV = np.zeros(size)                            # their weights,
     PK = np.zeros(size, dtype=np.bool_)            # whether known,
-    DV = np.zeros(size)                            # direction-distance weights
+    PV = np.empty(size, dtype=np.int64)      # their values,
+    DV = np.empty(size, dtype=np.int64)      # direction-distance values
     hr = np.empty(max_n + 1, dtype=np.int64)       # the heads of a row,
     ddr = np.empty(max_n + 1, dtype=np.int64)      # their direction-distance
-    r0 = np.int64(0)   # (a literal 0 would compile _between_scores twice)
+    bstart = np.empty(max_n * (max_n + 1), dtype=np.int64)
+    bcount = np.zeros(max_n * (max_n + 1), dtype=np.int64)
+    BV = np.empty(1024, dtype=np.int64)
+    missing = np.int64(-1) if ids_out else np.int64(0)   # 0: the bits of 0.0
+    WPf = WP.view(np.float64)   # the weights, for the scores
+    WDf = WD.view(np.float64)
+    PVf = PV.view(np.float64)
+    DVf = DV.view(np.float64)
+    r0 = np.int64(0)
+    k = np.int64(0)   # ids written
     for i in range(a, b):
         w0 = word_off[i]
         n = word_off[i + 1] - w0
         sentence_states(A, w0, n, T, S)
         _modifier_values(A, w0, n, T, pair, nh, V)
-        _one_sided_weights(table, tw, S, n, nh, one_side, dd_implies_plain,
-                           WP, KP, WD, keys, known, vals, src)
+        _one_sided_values(table, S, n, nh, one_side, dd_implies_plain, missing,
+                          WP, KP, WD, keys, known, vals, src)
+        BV = _between_values(table, A, w0, n, nt, dd_implies_plain, missing, tags,
+                             n_tags, keys, known, vals, src, HX, PK, PV, bstart, bcount, BV)
+        BVf = BV.view(np.float64)
         for m in range(1, n + 1):
-            k = 0
+            _row_values(table, S, n, m, npair, pair, nmv, V, dd_implies_plain, missing,
+                        hr, ddr, keys, known, vals, src, HX, PK, PV, DV)
+            if ids_out and k + (n + 1) * (2 * nt + 4 * nb * (n + 1)) > len(ids):
+                grown = np.empty(max(2 * len(ids), k + (n + 1) * (2 * nt + 4 * nb * (n + 1))),
+                                 dtype=np.int32)
+                for j in range(k):   # (a loop, as above)
+                    grown[j] = ids[j]
+                ids = grown
+            hh = 0
             for h in range(n + 1):
-                if h != m:
-                    hr[k] = h
-                    ddr[k] = _dir_dist(h, m)
-                    k += 1
-            # plain keys of the two-sided templates, every head of the row
-            c = np.int64(0)
-            for hh in range(n):
-                h = hr[hh]
-                for ti in range(npair):
-                    x = S[pair[ti], h]
-                    for j in range(nmv[ti]):
-                        x = _mix(x, V[ti, m, j])
-                    HX[c] = x
-                    keys[c] = _plain_key(x)
-                    c += 1
-            _lookup_all(table, tw, keys, PK, PV, c)
-            # their direction-distance keys
-            c = np.int64(0)
-            idx = 0
-            for hh in range(n):
-                dd = ddr[hh]
-                for ti in range(npair):
-                    DV[idx] = 0.0
-                    if PK[idx] or not dd_implies_plain:
-                        keys[c] = _dd_key(HX[idx], dd)
-                        src[c] = idx
-                        c += 1
-                    idx += 1
-            _lookup_all(table, tw, keys, known, vals, c)
-            for j in range(c):
-                DV[src[j]] = vals[j]
-            # the sums, in template order
-            for hh in range(n):
-                h = hr[hh]
+                ra = (m - 1) * (n + 1) + h
+                if h == m:
+                    if ids_out:
+                        indptr[r0 + ra + 1] = k
+                    continue
                 dd = ddr[hh]
                 base = hh * npair
-                s = 0.0
-                for t in range(nt):
-                    if one_side[t]:
-                        p = m if nh[t] == 0 else h
-                        s += WP[t, p]
-                        s += WD[t, p, dd]
-                    else:
-                        s += PV[base + pidx[t]]
-                        s += DV[base + pidx[t]]
-                theta[r0 + (m - 1) * (n + 1) + h] = s
-        _between_scores(table, tw, A, w0, n, nt, dd_implies_plain, theta, r0,
-                        tags, n_tags, keys, known, vals, src, HX, PV, PK, DV)
+                hh += 1
+                if ids_out:
+                    for t in range(nt):
+                        if one_side[t]:
+                            p = m if nh[t] == 0 else h
+                            f = WP[t, p]
+                            g = WD[t, p, dd]
+                        else:
+                            f = PV[base + pidx[t]]
+                            g = DV[base + pidx[t]]
+                        if f >= 0:
+                            ids[k] = f
+                            k += 1
+                        if g >= 0:
+                            ids[k] = g
+                            k += 1
+                    for q in range(bcount[ra]):
+                        ids[k] = BV[bstart[ra] + q]
+                        k += 1
+                    indptr[r0 + ra + 1] = k
+                else:
+                    s = 0.0
+                    for t in range(nt):
+                        if one_side[t]:
+                            p = m if nh[t] == 0 else h
+                            s += WPf[t, p]
+                            s += WDf[t, p, dd]
+                        else:
+                            s += PVf[base + pidx[t]]
+                            s += DVf[base + pidx[t]]
+                    for q in range(bcount[ra]):
+                        s += BVf[bstart[ra] + q]
+                    theta[r0 + ra] = s
         r0 += n * (n + 1)
-    return theta
+    return theta, indptr, ids[:k].copy()
+
+
+@njit(cache=True, nogil=True)
+def arc_feature_ids(A, word_off, a, b, T, table, dd_implies_plain):
+    """Column ids of the known features of every arc of sentences ``a..b-1``
+    (``table``: the feature table, key -> column id; ``dd_implies_plain``:
+    see :func:`_arc_values`).
+
+    Arcs in the tree kernels' layout (per sentence an ``(n, n + 1)`` block,
+    modifier-major; self-loops have no features).  Returns ``(indptr,
+    ids)``: the ids of arc ``r`` (relative to the first arc of sentence
+    ``a``) are ``ids[indptr[r]:indptr[r + 1]]`` (int32), in the order of
+    :func:`arc_keys`.
+    """
+    _, indptr, ids = _arc_values(A, word_off, a, b, T, table, dd_implies_plain,
+                                 np.bool_(True))
+    return indptr, ids
+
+
+@njit(cache=True, nogil=True)
+def arc_scores_direct(A, word_off, a, b, T, table, dd_implies_plain):
+    """Arc scores of sentences ``a..b-1`` straight from the token attributes:
+    :func:`arc_scores` of :func:`arc_feature_ids`, bit for bit, without
+    materialising the features (see :func:`_arc_values`).
+
+    The weights are read from a weight table (:func:`fill_table` with the
+    weights' bits as values: the keys of the feature table that
+    :func:`arc_feature_ids` reads, each beside its feature's weight), so a
+    known feature costs one cache miss, not a second one into the weight
+    vector.  Returns theta in the tree kernels' layout (per sentence an
+    ``(n, n + 1)`` block, modifier-major; self-loops 0.0).
+    """
+    return _arc_values(A, word_off, a, b, T, table, dd_implies_plain, np.bool_(False))[0]
 
 
 @njit(cache=True, nogil=True)
