@@ -118,7 +118,8 @@ def ids_ab(est, A, word_off, n, old, ddp, repeat):
     import inspect
     ftable = est.vectorizer_._table
     base_args = (A, word_off, 0, n, arcs.TEMPLATES, ftable)
-    if len(inspect.signature(old.arc_feature_ids.py_func).parameters) == 7:
+    if len(inspect.signature(getattr(old.arc_feature_ids, "py_func",
+                                     old.arc_feature_ids)).parameters) == 7:
         base_args += (ddp,)
     kern = {"base": lambda: old.arc_feature_ids(*base_args),
             "this": lambda: arcs.arc_feature_ids(A, word_off, 0, n, arcs.TEMPLATES, ftable, ddp)}

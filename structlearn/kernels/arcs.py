@@ -749,7 +749,6 @@ def _arc_values(A, word_off, a, b, T, table, dd_implies_plain, ids_out):
     return theta, indptr, ids[:k].copy()
 
 
-@njit(cache=True, nogil=True)
 def arc_feature_ids(A, word_off, a, b, T, table, dd_implies_plain):
     """Column ids of the known features of every arc of sentences ``a..b-1``
     (``table``: the feature table, key -> column id; ``dd_implies_plain``:
@@ -759,14 +758,13 @@ def arc_feature_ids(A, word_off, a, b, T, table, dd_implies_plain):
     modifier-major; self-loops have no features).  Returns ``(indptr,
     ids)``: the ids of arc ``r`` (relative to the first arc of sentence
     ``a``) are ``ids[indptr[r]:indptr[r + 1]]`` (int32), in the order of
-    :func:`arc_keys`.
+    :func:`arc_keys`.  (A Python function: a jitted wrapper would compile
+    :func:`_arc_values` once more, inlined into it.)
     """
-    _, indptr, ids = _arc_values(A, word_off, a, b, T, table, dd_implies_plain,
-                                 np.bool_(True))
+    _, indptr, ids = _arc_values(A, word_off, a, b, T, table, dd_implies_plain, True)
     return indptr, ids
 
 
-@njit(cache=True, nogil=True)
 def arc_scores_direct(A, word_off, a, b, T, table, dd_implies_plain):
     """Arc scores of sentences ``a..b-1`` straight from the token attributes:
     :func:`arc_scores` of :func:`arc_feature_ids`, bit for bit, without
@@ -779,7 +777,7 @@ def arc_scores_direct(A, word_off, a, b, T, table, dd_implies_plain):
     vector.  Returns theta in the tree kernels' layout (per sentence an
     ``(n, n + 1)`` block, modifier-major; self-loops 0.0).
     """
-    return _arc_values(A, word_off, a, b, T, table, dd_implies_plain, np.bool_(False))[0]
+    return _arc_values(A, word_off, a, b, T, table, dd_implies_plain, False)[0]
 
 
 @njit(cache=True, nogil=True)
