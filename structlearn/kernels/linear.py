@@ -23,6 +23,8 @@ and their gradients are summed back.
 import numpy as np
 from numba import njit
 
+from ._lazy import njit_inner
+
 from .chain import (_add_encoding, _fb_logspace_seq, _fb_scaled_seq, _fb_scaled_work,
                     _score_seq, max_length)
 
@@ -40,7 +42,7 @@ def support_entries(indices, sup_ptr, nz_start, nz_len):
         nz_len[j] = sup_ptr[a + 1] - sup_ptr[a]
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _add_row_scores(j0, j1, nz_start, nz_len, data, sup_label, w, stride, out, o):
     """``out[o + k] += x_j w[stride * s]`` over the stored entries ``j0..j1-1``
     of one row and the support entries ``s`` of their features (labels
@@ -63,7 +65,7 @@ def _add_row_scores(j0, j1, nz_start, nz_len, data, sup_label, w, stride, out, o
             s += one
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _add_row_grad(j0, j1, nz_start, nz_len, data, sup_label, G, o, g, stride, offset):
     """``g[stride * s + offset] += x_j G[o + sup_label[s]]``: the gradient of
     :func:`_add_row_scores` for the row-gradient ``G[o:o + K]``."""
