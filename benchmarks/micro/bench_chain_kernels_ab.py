@@ -16,7 +16,11 @@ on a noisy machine.  Workloads:
   (``TokenFeatureMap.scores`` + ``Chain.argmax``: the kernels of
   ``predict`` after feature extraction);
 * ``predict_full``: ``SequenceTagger.predict`` on the same sentences
-  (feature extraction included).
+  (feature extraction included);
+* ``segment_fit``, ``segment_predict``: a CRF :class:`structlearn.SegmentTagger`
+  (20 L-BFGS iterations) on noun chunks of 1,000 sentences of UD English
+  EWT train (runs of nouns and proper nouns, as in ``bench_compile.py``),
+  and its prediction of those sentences.
 
 Usage (the baseline a ``git archive <commit> | tar -x -C DIR``)::
 
@@ -61,8 +65,21 @@ def predict():
     return batch.structure.argmax(fmap.scores(fitted._z, batch))
 first = predict()
 fitted.predict(Xt[:10])
+from structlearn import SegmentTagger
+from structlearn.datasets import load_ewt_pos
+Xs, tags = load_ewt_pos('train')
+Xs, tags = Xs[:1000], tags[:1000]
+ys = [['O' if t not in ('NOUN', 'PROPN') else
+       ('I-NP' if i and s[i - 1] in ('NOUN', 'PROPN') else 'B-NP')
+       for i, t in enumerate(s)] for s in tags]
+seg = SegmentTagger(loss='crf', max_iter=2, n_jobs=1).fit(Xs[:20], ys[:20])
+seg.predict(Xs[:20])
+def seg_fit():
+    global seg
+    seg = SegmentTagger(loss='crf', max_iter=20, tol=1e-12, n_jobs=1).fit(Xs, ys)
 work = {{'eval': lambda: prob.value_and_grad(z), 'predict': predict,
-         'predict_full': lambda: fitted.predict(Xt)}}
+         'predict_full': lambda: fitted.predict(Xt), 'segment_fit': seg_fit,
+         'segment_predict': lambda: seg.predict(Xs)}}
 print(json.dumps({{'ready': int(np.sum(first))}}), flush=True)
 for line in sys.stdin:
     mode = line.strip()
@@ -93,7 +110,7 @@ def main(argv=None):
         parents=[common_parser("repeat", "out", "no_write", repeat=15)])
     ap.add_argument("a", help="checkout A (e.g. the baseline)")
     ap.add_argument("b", help="checkout B")
-    ap.add_argument("--modes", default="eval,predict,predict_full")
+    ap.add_argument("--modes", default="eval,predict,predict_full,segment_fit,segment_predict")
     args = parse_args(ap, argv)
     procs = [start(args.a), start(args.b)]
     ready = [json.loads(p.stdout.readline())["ready"] for p in procs]

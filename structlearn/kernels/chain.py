@@ -332,7 +332,7 @@ def max_length(tok_off):
     return Lmax
 
 
-@njit_inner(inline="always")
+@njit_inner()
 def _fb_scaled_work(Lmax, K):
     """Work arrays of :func:`_fb_scaled_seq` for sequences of up to ``Lmax``
     tokens: ``eT, eTt, xi`` ``(K, K)``; ``eS, eE, w`` ``(K,)``; ``eU, alpha,
@@ -344,7 +344,7 @@ def _fb_scaled_work(Lmax, K):
             np.empty(2))
 
 
-@njit_inner(fastmath={"reassoc", "contract"}, inline="always")
+@njit_inner(fastmath={"reassoc", "contract"})
 def _fb_scaled_seq(theta, base, L, K, mu, work):
     """Scaled-probability forward-backward of one block (as in CRFsuite).
 
@@ -507,7 +507,7 @@ def _fb_scaled_seq(theta, base, L, K, mu, work):
     return True, lz
 
 
-@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@njit(cache=True, nogil=True)
 def _forward_backward_impl(theta, part_off, tok_off, K, force_logspace):
     """Forward-backward of a batch; returns ``(mu, logZ, n_logspace)`` with
     ``n_logspace`` the number of sequences computed in log space."""

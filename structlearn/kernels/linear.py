@@ -477,7 +477,7 @@ def _crf_add_grad(indptr, nz_start, nz_len, data, sup_label, wg, y, t0, L, K, th
     return wi * v if v > 0.0 else 0.0
 
 
-@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@njit(cache=True, nogil=True)
 def _crf_scaled_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, start, end,
                      bias, tok_off, y, g_rest, sw, vals):
     """:func:`chain_crf_value_grad` with the scaled recursions; returns the

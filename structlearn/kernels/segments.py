@@ -99,7 +99,7 @@ def _forward(theta, base, L, K, M, Mk):
     return V, P, bl, bk
 
 
-@njit_inner(inline="always")
+@njit_inner()
 def _exp_trans(theta, tr, K):
     """``exp(trans - max trans)`` and the max: the transition factors of the
     sum-product recursions."""
@@ -206,7 +206,7 @@ def _score(theta, base, L, K, M, y, yoff):
     return total + theta[tr + K * K + K + prev]
 
 
-@njit_inner(inline="always")
+@njit_inner()
 def _marginals_into(theta, base, L, K, M, Mk, mu):
     """Log-partition of one sequence; its marginals (segments, transition
     counts, start, end) written into ``mu[base:...]``.
