@@ -25,7 +25,11 @@ the result) and the C-callable wrapper of first-class functions.  Their code
 is optimised and turned into machine code with the helper's own and is most
 of a small helper's code (two thirds of ``chain._fb_scaled_work``, which
 returns twelve arrays); a cold ``SequenceTagger`` fit + predict compiles
-about 1.5 CPU s less (``benchmarks/micro/bench_compile.py``).
+about 1.3 CPU s less (``benchmarks/micro/bench_compile.py``; docs/benchmarks.rst,
+*Compile time*, fifth pass).  One cost: Numba compiles an overloaded NumPy
+function (``np.empty``, ``np.zeros``) once per set of compilation flags of
+its caller, so an allocation inside such a helper compiles its own copy
+(0.05-0.1 s each); helpers mostly work in their callers' arrays.
 """
 
 import functools
