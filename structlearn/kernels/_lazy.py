@@ -36,7 +36,7 @@ import functools
 import importlib
 import threading
 
-from numba import njit
+from numba import config, njit
 from numba.core.registry import CPUDispatcher
 
 
@@ -115,6 +115,8 @@ def njit_inner(**options):
                          no_cpython_wrapper=True, no_cfunc_wrapper=True, **options)
 
     def wrap(py_func):
+        if config.DISABLE_JIT:  # as njit: the Python function itself
+            return py_func
         disp = InnerDispatcher(py_func=py_func, locals={}, targetoptions=targetoptions)
         disp.enable_caching()
         return disp

@@ -24,7 +24,6 @@ import numpy as np
 from numba import njit
 
 from ._lazy import njit_inner
-
 from .chain import (_add_encoding, _fb_logspace_seq, _fb_scaled_seq, _fb_scaled_work,
                     _score_seq, max_length)
 
