@@ -6,11 +6,11 @@ import numpy as np
 from .._validation import check_row_norms
 from ..feature_extraction import _Encoded, _where
 from ..kernels.linear import (
-    chain_assemble_scores,
     chain_block_entries,
     chain_crf_value_grad,
     chain_part_columns,
     chain_reduce_grad,
+    chain_scores,
     narrow_dtype,
     select_entries,
     support_entries,
@@ -199,13 +199,12 @@ class TokenFeatureMap(TokenBatches):
         """Flat chain scores of a batch; ``scale`` multiplies the penalised
         weights (everything but the bias)."""
         w, trans, start, end, bias = self.unpack(z)
-        U = self.unary_scores(w, batch.data)
-        if scale != 1.0:
-            U *= scale
-            trans, start, end = scale * trans, scale * start, scale * end
-        U += bias
-        return chain_assemble_scores(U, np.ascontiguousarray(trans), start, end,
-                                     batch.pos_off, batch.structure.part_off)
+        rows = batch.data
+        tk = rows.tokens
+        return chain_scores(rows.indptr, tk.nz_start, tk.nz_len, tk.data, self.sup_label,
+                            np.ascontiguousarray(w), np.ascontiguousarray(trans), start, end,
+                            np.ascontiguousarray(bias), float(scale), batch.pos_off,
+                            batch.structure.part_off)
 
     def _reduce(self, G, batch):
         return chain_reduce_grad(np.ascontiguousarray(G, dtype=np.float64), batch.pos_off,

@@ -17,13 +17,27 @@ Two rules keep deferred functions usable everywhere:
   exporting the deferred objects);
 - a deferred function passed as an argument (an oracle handed to a solver)
   is replaced by its dispatcher before the call.
+
+:func:`njit_inner` is the other saving at compile time: a helper that only
+other kernels call is compiled without the two entry points Numba adds to
+every jitted function -- the CPython wrapper (unboxing every argument, boxing
+the result) and the C-callable wrapper of first-class functions.  Their code
+is optimised and turned into machine code with the helper's own and is most
+of a small helper's code (two thirds of ``chain._fb_scaled_work``, which
+returns twelve arrays); a cold ``SequenceTagger`` fit + predict compiles
+about 1.3 CPU s less (``benchmarks/micro/bench_compile.py``; docs/benchmarks.rst,
+*Compile time*, fifth pass).  One cost: Numba compiles an overloaded NumPy
+function (``np.empty``, ``np.zeros``) once per set of compilation flags of
+its caller, so an allocation inside such a helper compiles its own copy
+(0.05-0.1 s each); helpers mostly work in their callers' arrays.
 """
 
 import functools
 import importlib
 import threading
 
-from numba import njit
+from numba import config, njit
+from numba.core.registry import CPUDispatcher
 
 
 class CompiledOnFirstCall:
@@ -78,3 +92,32 @@ def _resolve(module, name):
 def njit_on_first_call(signature, **options):
     """Decorator: ``njit(signature, **options)``, compiled on the first call."""
     return lambda py_func: CompiledOnFirstCall(py_func, signature, options)
+
+
+class InnerDispatcher(CPUDispatcher):
+    """A Numba dispatcher compiled without Python entry point (see
+    :func:`njit_inner`): calling it from Python raises instead of jumping to
+    code that does not exist."""
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"{self.py_func.__module__}.{self.py_func.__qualname__} is a kernel "
+                        "helper without a Python entry point: call it from jitted code.")
+
+
+def njit_inner(**options):
+    """Decorator: ``njit(cache=True, nogil=True, **options)`` for a helper
+    that only other jitted kernels call, compiled without the CPython and
+    C-callable wrappers (``no_cpython_wrapper``, ``no_cfunc_wrapper``): less
+    code to optimise and to generate on a cold start, the same code where it
+    runs (its callers link it in).  Called from Python it raises
+    ``TypeError``."""
+    targetoptions = dict(nopython=True, boundscheck=None, nogil=True,
+                         no_cpython_wrapper=True, no_cfunc_wrapper=True, **options)
+
+    def wrap(py_func):
+        if config.DISABLE_JIT:  # as njit: the Python function itself
+            return py_func
+        disp = InnerDispatcher(py_func=py_func, locals={}, targetoptions=targetoptions)
+        disp.enable_caching()
+        return disp
+    return wrap

@@ -49,7 +49,7 @@ not safe to enter from several threads at once).
 import numpy as np
 from numba import njit
 
-from ._lazy import njit_on_first_call
+from ._lazy import njit_inner, njit_on_first_call
 from ._sparsemap_types import FORBIDDEN, FORBIDDEN_CUT
 from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE, block_params
 from .slack_search import (SEARCH_STATE, search_calls, search_init, search_next,
@@ -64,7 +64,7 @@ NEG_INF = -np.inf
 
 
 # ------------------------------------------------------------------ helpers
-@njit(cache=True, nogil=True)
+@njit_inner(inline="always")
 def _forward_max(theta, base, L, K):
     """Forward Viterbi table ``delta[t, k]`` (best prefix score ending in tag
     ``k`` at ``t``, unary included) and back-pointers ``bp[t, k]``."""
@@ -94,7 +94,7 @@ def _forward_max(theta, base, L, K):
     return delta, bp
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _backward_max(theta, base, L, K):
     """Backward Viterbi table ``gamma[t, k]`` (best score of positions
     ``t + 1 ..`` plus ``end``, given tag ``k`` at ``t``; unary of ``t`` not
@@ -124,7 +124,7 @@ def _backward_max(theta, base, L, K):
     return gamma, bp
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _viterbi_into(theta, base, L, K, y, yoff):
     """Write the Viterbi sequence of one block into ``y[yoff:yoff + L]``;
     returns its score."""
@@ -144,7 +144,7 @@ def _viterbi_into(theta, base, L, K, y, yoff):
     return best
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _score_seq(theta, base, L, K, y, yoff):
     tr = base + L * K
     st = tr + K * K
@@ -157,7 +157,7 @@ def _score_seq(theta, base, L, K, y, yoff):
     return s
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _add_encoding(y, yoff, L, K, out, base, w):
     """``out[block] += w * phi(y)`` for one sequence."""
     tr = base + L * K
@@ -171,7 +171,7 @@ def _add_encoding(y, yoff, L, K, out, base, w):
     out[en + y[yoff + L - 1]] += w
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _max_min(x, start, n):
     """Largest and smallest of ``x[start:start + n]`` (``n >= 1``), leaving
     out forbidden parts (``<= FORBIDDEN_CUT``) unless all are."""
@@ -191,7 +191,7 @@ def _max_min(x, start, n):
     return hi, lo
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _lse(x, n):
     m = x[0]
     for i in range(1, n):
@@ -254,7 +254,7 @@ _SCALED_MAX_RANGE = 600.0
 _TINY = 2.2250738585072014e-308  # smallest normal double
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _fb_logspace_seq(theta, base, L, K, mu):
     """Log-space forward-backward of one block: writes its marginals into
     ``mu[base:base + L K + K K + 2 K]`` (overwriting) and returns ``logZ``.
@@ -332,7 +332,7 @@ def max_length(tok_off):
     return Lmax
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _fb_scaled_work(Lmax, K):
     """Work arrays of :func:`_fb_scaled_seq` for sequences of up to ``Lmax``
     tokens: ``eT, eTt, xi`` ``(K, K)``; ``eS, eE, w`` ``(K,)``; ``eU, alpha,
@@ -344,7 +344,7 @@ def _fb_scaled_work(Lmax, K):
             np.empty(2))
 
 
-@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@njit_inner(fastmath={"reassoc", "contract"})
 def _fb_scaled_seq(theta, base, L, K, mu, work):
     """Scaled-probability forward-backward of one block (as in CRFsuite).
 
@@ -570,7 +570,7 @@ def max_marginals_batch(theta, part_off, tok_off, K):
     return M
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _backward_max_into(theta, base, L, K, gamma, nxt):
     """The table ``gamma`` of :func:`_backward_max` (flat, ``gamma[t K +
     k]``) into a workspace, without the successor pointers: a reduction
@@ -612,7 +612,7 @@ def _next_tag(theta, base, L, K, gamma, t, a):
     return arg
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _second_best_into(theta, base, L, K, y, o, y2, o2, gamma, nxt):
     """Write the best tag sequence of the block at ``base`` different from
     ``y[o:o + L]`` into ``y2[o2:o2 + L]`` (``K >= 2``; see
@@ -681,7 +681,7 @@ def second_best_batch(theta, y, part_off, tok_off, K):
     return y2, exists
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _approx_slack_eval(theta, theta_or, base, L, K, y, o, lam, aug, cand, gamma, nxt):
     """One evaluation of the approximate-slack search on the sequence at
     ``base`` / ``o``: the best labeling other than ``y`` at the cost-augmented

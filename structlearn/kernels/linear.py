@@ -23,6 +23,7 @@ and their gradients are summed back.
 import numpy as np
 from numba import njit
 
+from ._lazy import njit_inner
 from .chain import (_add_encoding, _fb_logspace_seq, _fb_scaled_seq, _fb_scaled_work,
                     _score_seq, max_length)
 
@@ -40,7 +41,7 @@ def support_entries(indices, sup_ptr, nz_start, nz_len):
         nz_len[j] = sup_ptr[a + 1] - sup_ptr[a]
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _add_row_scores(j0, j1, nz_start, nz_len, data, sup_label, w, stride, out, o):
     """``out[o + k] += x_j w[stride * s]`` over the stored entries ``j0..j1-1``
     of one row and the support entries ``s`` of their features (labels
@@ -63,7 +64,7 @@ def _add_row_scores(j0, j1, nz_start, nz_len, data, sup_label, w, stride, out, o
             s += one
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _add_row_grad(j0, j1, nz_start, nz_len, data, sup_label, G, o, g, stride, offset):
     """``g[stride * s + offset] += x_j G[o + sup_label[s]]``: the gradient of
     :func:`_add_row_scores` for the row-gradient ``G[o:o + K]``."""
@@ -247,6 +248,34 @@ def chain_assemble_scores(U, trans, start, end, tok_off, part_off):
 
 
 @njit(cache=True, nogil=True)
+def chain_scores(indptr, nz_start, nz_len, data, sup_label, w, trans, start, end, bias, scale,
+                 tok_off, part_off):
+    """Flat chain scores of a batch straight from its token rows: the
+    numbers of :func:`support_scores` (times ``scale``, plus ``bias``) and
+    :func:`chain_assemble_scores` (the shared scores times ``scale``) in one
+    kernel, each sequence's unaries written into its block (no ``(n_tokens,
+    K)`` intermediate, and one kernel fewer to compile for a prediction)."""
+    n = len(tok_off) - 1
+    K = len(bias)
+    theta = np.empty(part_off[n])
+    for i in range(n):
+        base = part_off[i]
+        t0 = tok_off[i]
+        L = tok_off[i + 1] - t0
+        tr = base + L * K
+        _unary_scores_into(indptr, nz_start, nz_len, data, sup_label, w, np.int64(1), scale,
+                           bias, t0, L, theta, base, tr)
+        for a in range(K):
+            for b in range(K):
+                theta[tr + a * K + b] = scale * trans[a, b]
+        o = tr + K * K
+        for k in range(K):
+            theta[o + k] = scale * start[k]
+            theta[o + K + k] = scale * end[k]
+    return theta
+
+
+@njit(cache=True, nogil=True)
 def chain_reduce_grad(G, tok_off, part_off, n_tags):
     """Split a flat chain gradient into token (N, K) and summed shared parts."""
     n = len(tok_off) - 1
@@ -408,19 +437,20 @@ def _crf_blocks(tok_off, trans, start, end):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _crf_unary_scores(indptr, nz_start, nz_len, data, sup_label, wg, bias, t0, L, theta,
-                      base, tr):
+def _unary_scores_into(indptr, nz_start, nz_len, data, sup_label, w, stride, scale, bias, t0,
+                       L, theta, base, tr):
     """Unary scores of the sequence of ``L`` tokens from row ``t0`` into
-    ``theta[base:tr]``."""
+    ``theta[base:tr]``: ``scale <w_k, x_t> + bias[k]``, the support weights
+    read at ``stride`` (:func:`_add_row_scores`)."""
     K = len(bias)
     for j in range(base, tr):
         theta[j] = 0.0
     for t in range(L):
         u = base + t * K
         _add_row_scores(indptr[t0 + t], indptr[t0 + t + 1], nz_start, nz_len, data,
-                        sup_label, wg, np.int64(2), theta, np.uint64(u))
+                        sup_label, w, stride, theta, np.uint64(u))
         for k in range(K):
-            theta[u + k] += bias[k]
+            theta[u + k] = theta[u + k] * scale + bias[k]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -465,8 +495,8 @@ def _crf_scaled_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, start
         if sw[i] == 0.0:
             vals[i] = 0.0
             continue
-        _crf_unary_scores(indptr, nz_start, nz_len, data, sup_label, wg, bias, t0, L,
-                          theta, base, tr)
+        _unary_scores_into(indptr, nz_start, nz_len, data, sup_label, wg, np.int64(2), 1.0,
+                           bias, t0, L, theta, base, tr)
         ok, lz = _fb_scaled_seq(theta, base, L, K, mu, work)
         if ok:
             vals[i] = _crf_add_grad(indptr, nz_start, nz_len, data, sup_label, wg, y, t0,
@@ -488,8 +518,8 @@ def _crf_logspace_pass(indptr, nz_start, nz_len, data, sup_label, wg, trans, sta
         t0 = tok_off[i]
         L = tok_off[i + 1] - t0
         base = (Lmax - L) * K
-        _crf_unary_scores(indptr, nz_start, nz_len, data, sup_label, wg, bias, t0, L,
-                          theta, base, tr)
+        _unary_scores_into(indptr, nz_start, nz_len, data, sup_label, wg, np.int64(2), 1.0,
+                           bias, t0, L, theta, base, tr)
         lz = _fb_logspace_seq(theta, base, L, K, mu)
         vals[i] = _crf_add_grad(indptr, nz_start, nz_len, data, sup_label, wg, y, t0, L,
                                 K, theta, mu, base, tr, lz, g_rest, sw[i])

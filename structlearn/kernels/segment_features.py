@@ -14,6 +14,8 @@ its support entries ``nz_start[j] .. + nz_len[j]`` with labels
 import numpy as np
 from numba import njit
 
+from ._lazy import njit_inner
+
 
 @njit(cache=True, nogil=True)
 def segment_assemble_scores(U_in, U_first, U_last, W_len, trans, start, end, bias, tok_off,
@@ -46,7 +48,7 @@ def segment_assemble_scores(U_in, U_first, U_last, W_len, trans, start, end, bia
     return theta
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _reduce_one(G, base, L, K, M, G_in, G_first, G_last, g_len, g_b, o):
     """Add the segment parts of one block of ``G`` to the per-token label
     gradients (rows ``o..o+L-1``), the length and the bias gradients."""
@@ -100,7 +102,7 @@ def segment_reduce_grad(G, tok_off, part_off, K, M):
     return G_in, G_first, G_last, g_len, g_tr, g_st, g_en, g_b
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _n_entries(indptr, nz_len, t0, t1):
     n = 0
     for j in range(indptr[t0], indptr[t1]):
@@ -108,7 +110,7 @@ def _n_entries(indptr, nz_len, t0, t1):
     return n
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _token_entries(indptr, nz_start, nz_len, data, sup_label, t, Gt, shift, cols, vals, o):
     """Entries ``x_tj * Gt[label]`` of token row ``t``'s support weights
     (offset by ``shift``; zero entries skipped); the new write position."""

@@ -46,7 +46,7 @@ import numpy as np
 from numba import njit
 
 from ._math import logaddexp
-from ._lazy import njit_on_first_call
+from ._lazy import njit_inner, njit_on_first_call
 from .sparsemap import ORACLE_SIGNATURE
 
 NEG_INF = -np.inf
@@ -62,7 +62,7 @@ def segment_part_offsets(tok_off, K, M):
     return off
 
 
-@njit(cache=True, nogil=True)
+@njit_inner(inline="always")
 def _forward(theta, base, L, K, M, Mk):
     """The max-sum forward recursion of one sequence: ``V`` (see the module
     docstring), ``P[s, k]`` -- the best score of entering a segment of
@@ -99,7 +99,7 @@ def _forward(theta, base, L, K, M, Mk):
     return V, P, bl, bk
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _exp_trans(theta, tr, K):
     """``exp(trans - max trans)`` and the max: the transition factors of the
     sum-product recursions."""
@@ -113,7 +113,7 @@ def _exp_trans(theta, tr, K):
     return et, mt
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _log_enter(row, et, mt, theta, tr, K, forward, out):
     """``out[k] = log sum_a exp(row[a] + trans[a, k])`` (``forward``) or
     ``log sum_b exp(trans[k, b] + row[b])``, as ``K`` products with the
@@ -140,7 +140,7 @@ def _log_enter(row, et, mt, theta, tr, K, forward, out):
         out[k] = v
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _viterbi_into(theta, base, L, K, M, Mk, y, yoff):
     V, _, bl, bk = _forward(theta, base, L, K, M, Mk)
     en = base + L * M * K + K * K + K
@@ -164,7 +164,7 @@ def _viterbi_into(theta, base, L, K, M, Mk, y, yoff):
     return best
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _segment_at(y, yoff, L, t):
     """``(end, label)`` of the segment starting at token ``t``."""
     k = y[yoff + t] // 2
@@ -174,7 +174,7 @@ def _segment_at(y, yoff, L, t):
     return e, k
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _add_encoding(y, yoff, L, K, M, out, base, w):
     tr = base + L * M * K
     t = np.int64(0)
@@ -191,7 +191,7 @@ def _add_encoding(y, yoff, L, K, M, out, base, w):
     out[tr + K * K + K + prev] += w
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _score(theta, base, L, K, M, y, yoff):
     tr = base + L * M * K
     total = 0.0
@@ -206,7 +206,7 @@ def _score(theta, base, L, K, M, y, yoff):
     return total + theta[tr + K * K + K + prev]
 
 
-@njit(cache=True, nogil=True)
+@njit_inner()
 def _marginals_into(theta, base, L, K, M, Mk, mu):
     """Log-partition of one sequence; its marginals (segments, transition
     counts, start, end) written into ``mu[base:...]``.

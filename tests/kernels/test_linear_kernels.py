@@ -23,6 +23,7 @@ from scipy.special import logsumexp, softmax
 from structlearn.feature_maps import Tokens
 from structlearn.kernels.linear import (
     chain_assemble_scores,
+    chain_scores,
     chain_block_entries,
     chain_crf_value_grad,
     chain_part_columns,
@@ -417,6 +418,44 @@ def test_chain_assemble_scores(seed, K):
                   + end[s[-1]] for s in seqs]
         assert_allclose(Phi @ theta[part_off[i]:part_off[i + 1]], direct, rtol=1e-12,
                         atol=1e-12)
+
+
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("scale", [1.0, 0.37])
+@pytest.mark.parametrize("seed,K,binary", CASES)
+def test_chain_scores(seed, K, binary, scale, wide):
+    """The fused scoring kernel gives bit for bit what it replaces (support
+    scores, scaled, plus the bias, then the block assembly with scaled
+    shared scores), and the dense definition ``X W`` to rounding."""
+    inst = Inst(seed, K, binary, wide=wide)
+    lengths, tok_off = make_chain(inst, inst.rng)
+    part_off = part_off_ref(lengths, K)
+    w = inst.rng.randn(inst.S)
+    trans, start, end, bias = (inst.rng.randn(K, K), inst.rng.randn(K), inst.rng.randn(K),
+                               inst.rng.randn(K))
+    theta = chain_scores(*inst.args(), inst.sup_label, w, trans, start, end, bias, scale,
+                         tok_off, part_off)
+    U = support_scores(*inst.args(), inst.sup_label, w, K) * scale + bias
+    ref = chain_assemble_scores(U, scale * trans, scale * start, scale * end, tok_off,
+                                part_off)
+    assert_array_equal(theta, ref)
+    dense = np.concatenate([block_ref((inst.X @ inst.W(w))[a:b] * scale + bias, scale * trans,
+                                      scale * start, scale * end)
+                            for a, b in zip(tok_off[:-1], tok_off[1:])])
+    assert_allclose(theta, dense, rtol=1e-12, atol=1e-12)
+    # a batch whose rows start inside a larger token matrix (indptr[0] > 0)
+    a = int(tok_off[1])
+    sub = chain_scores(*inst.args(inst.indptr[a:]), inst.sup_label, w, trans, start, end, bias,
+                       scale, tok_off[1:] - a, part_off[1:] - part_off[1])
+    assert_array_equal(sub, ref[part_off[1]:])
+
+
+def test_kernel_helpers_have_no_python_entry_point():
+    """Helpers compiled without Python wrappers (``njit_inner``) raise when
+    called from Python instead of jumping to code that is not there."""
+    from structlearn.kernels import chain
+    with pytest.raises(TypeError, match="without a Python entry point"):
+        chain._max_min(np.ones(3), 0, 3)
 
 
 @pytest.mark.parametrize("seed,K", LAYOUT_CASES)
