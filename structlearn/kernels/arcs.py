@@ -752,14 +752,14 @@ def _arc_values(A, word_off, a, b, T, table, dd_implies_plain, ids_out):
 def arc_feature_ids(A, word_off, a, b, T, table, dd_implies_plain):
     """Column ids of the known features of every arc of sentences ``a..b-1``
     (``table``: the feature table, key -> column id; ``dd_implies_plain``:
-    see :func:`_arc_values`).
+    see ``_arc_values``).
 
     Arcs in the tree kernels' layout (per sentence an ``(n, n + 1)`` block,
     modifier-major; self-loops have no features).  Returns ``(indptr,
     ids)``: the ids of arc ``r`` (relative to the first arc of sentence
     ``a``) are ``ids[indptr[r]:indptr[r + 1]]`` (int32), in the order of
-    :func:`arc_keys`.  (A Python function: a jitted wrapper would compile
-    :func:`_arc_values` once more, inlined into it.)
+    ``arc_keys``.  (A Python function: a jitted wrapper would compile
+    ``_arc_values`` once more, inlined into it.)
     """
     _, indptr, ids = _arc_values(A, word_off, a, b, T, table, dd_implies_plain, True)
     return indptr, ids
