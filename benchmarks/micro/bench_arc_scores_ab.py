@@ -37,6 +37,20 @@ from structlearn.kernels import arcs  # noqa: E402
 from structlearn.feature_extraction._arcs import _dd_implies_plain, _template_ids  # noqa: E402
 
 
+def alternate(runs, repeat, clock=time.process_time):
+    """Seconds of each of ``runs`` (name -> callable without arguments) over
+    ``repeat`` rounds, the order alternating (ABBA...); ``clock``: CPU time
+    by default (one thread), ``time.perf_counter`` for threaded calls."""
+    times = {k: [] for k in runs}
+    names = list(runs)
+    for r in range(repeat):
+        for k in (names if r % 2 == 0 else names[::-1]):
+            t0 = clock()
+            runs[k]()
+            times[k].append(clock() - t0)
+    return times
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default="b1c1ff9")
@@ -78,12 +92,8 @@ def main():
     if not np.array_equal(outs["base"], outs["this"]):
         raise SystemExit("arc scores differ")
     load0 = os.getloadavg()[0]
-    times = {k: [] for k in kern}
-    for r in range(args.repeat):
-        for k in (("base", "this") if r % 2 == 0 else ("this", "base")):
-            t0 = time.process_time()   # one thread: its CPU time, robust to load
-            kern[k](A, word_off, 0, n, arcs.TEMPLATES, table, ddp)
-            times[k].append(time.process_time() - t0)
+    times = alternate({k: (lambda f=f: f(A, word_off, 0, n, arcs.TEMPLATES, table, ddp))
+                       for k, f in kern.items()}, args.repeat)
     ratio = np.asarray(times["base"]) / np.asarray(times["this"])
     print(f"{n} sentences, {len(table) // 2} table slots; base {args.base} "
           f"{np.median(times['base']):.3f} s, this {np.median(times['this']):.3f} CPU s (median); "
@@ -95,15 +105,9 @@ def main():
         keys = est.vectorizer_._keys_by_id()[:20000]
         small = np.zeros(2 * 2**16, dtype=np.int64)
         arcs.fill_table(small, keys, est.coef_[:20000].view(np.int64))
-        med = {}
-        for k, f in kern.items():
-            f(A, word_off, 0, n, arcs.TEMPLATES, small, ddp)
-            ts = []
-            for _ in range(args.repeat):
-                t0 = time.process_time()
-                f(A, word_off, 0, n, arcs.TEMPLATES, small, ddp)
-                ts.append(time.process_time() - t0)
-            med[k] = np.median(ts)
+        small_times = alternate({k: (lambda f=f: f(A, word_off, 0, n, arcs.TEMPLATES, small, ddp))
+                                 for k, f in kern.items()}, args.repeat)
+        med = {k: np.median(v) for k, v in small_times.items()}
         print("cache-resident table (20,000 features): " + ", ".join(
             f"{k} {v:.3f} CPU s" for k, v in med.items())
             + f" (median of {args.repeat}); the share of the real table's time that is work: "
@@ -129,12 +133,7 @@ def ids_ab(est, A, word_off, n, old, ddp, repeat):
     n_ids = len(outs["this"][1])
     del outs
     load0 = os.getloadavg()[0]
-    times = {k: [] for k in kern}
-    for r in range(repeat):
-        for k in (("base", "this") if r % 2 == 0 else ("this", "base")):
-            t0 = time.process_time()
-            kern[k]()
-            times[k].append(time.process_time() - t0)
+    times = alternate(kern, repeat)
     ratio = np.asarray(times["base"]) / np.asarray(times["this"])
     print(f"arc_feature_ids ({n_ids} ids): base {np.median(times['base']):.3f}, this "
           f"{np.median(times['this']):.3f} CPU s (median); ratio base/this "
@@ -158,13 +157,12 @@ def predict_ab(est, X, base_kernel, repeat):
         if not all(np.array_equal(a, b) for a, b in zip(preds["base"], preds["this"])):
             raise SystemExit("predictions differ")
         load0 = os.getloadavg()[0]
-        times = {k: [] for k in kern}
-        for r in range(repeat):
-            for k in (("base", "this") if r % 2 == 0 else ("this", "base")):
-                _arcs.arc_scores_direct = kern[k]
-                t0 = time.perf_counter()
-                est.predict(X)
-                times[k].append(time.perf_counter() - t0)
+        def predict_with(f):
+            _arcs.arc_scores_direct = f
+            est.predict(X)
+
+        times = alternate({k: (lambda f=f: predict_with(f)) for k, f in kern.items()},
+                          repeat, clock=time.perf_counter)
         _arcs.arc_scores_direct = this_kernel
         rate = {k: len(X) / np.asarray(v) for k, v in times.items()}
         ratio = rate["this"] / rate["base"]
