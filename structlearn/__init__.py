@@ -2,8 +2,8 @@
 
 Estimators: :class:`LabelRanker`, :class:`OrdinalRegressor`,
 :class:`MultiLabelClassifier`, :class:`SequenceTagger`, :class:`SegmentTagger`,
-:class:`DependencyParser`.
-Losses live in :mod:`structlearn.losses`,
+:class:`DependencyParser`; :func:`precompile` compiles their kernels ahead of
+the first fit.  Losses live in :mod:`structlearn.losses`,
 output structures in :mod:`structlearn.structures`.
 """
 
@@ -12,11 +12,13 @@ __version__ = "0.1.0.dev0"
 from ._lazy_exports import lazy_exports  # noqa: E402
 
 __all__ = ["LabelRanker", "OrdinalRegressor", "MultiLabelClassifier", "SequenceTagger",
-           "SegmentTagger", "DependencyParser", "__version__"]
+           "SegmentTagger", "DependencyParser", "precompile", "__version__"]
 
 
 # the estimators are imported on first access (PEP 562): ``import
 # structlearn`` does not import scikit-learn, SciPy or Numba, and one
 # estimator imports only what its task needs
 __getattr__, __dir__ = lazy_exports(
-    __name__, {name: "estimators" for name in __all__ if name != "__version__"}, __all__)
+    __name__, {**{name: "estimators" for name in __all__
+                  if name not in ("precompile", "__version__")},
+               "precompile": "_precompile"}, __all__)

@@ -5,6 +5,7 @@
     structlearn train tagger train.txt --model chunker.joblib --constraints BIO
     structlearn predict chunker.joblib test.txt --output pred.txt
     structlearn evaluate test.txt pred.txt
+    structlearn precompile
 
 ``train`` fits a :class:`~structlearn.SequenceTagger` (``tagger``), a
 :class:`~structlearn.SegmentTagger` (``segmenter``) or a
@@ -15,7 +16,8 @@ the input back with the predictions (a column appended to a column file;
 the tag, or HEAD and DEPREL with DEPS cleared, in CoNLL-U); ``evaluate``
 compares a prediction file with the gold one (token accuracy, span
 precision / recall / F1 per type, UAS / LAS).  Progress goes to stderr,
-results to stdout.  The same is ``python -m structlearn``.
+results to stdout.  ``precompile`` compiles the kernels ahead of the first
+fit (:func:`structlearn.precompile`).  The same is ``python -m structlearn``.
 """
 
 import argparse
@@ -305,9 +307,25 @@ def cmd_evaluate(args):
     return 0
 
 
+def cmd_precompile(args):
+    """``structlearn precompile``: :func:`structlearn.precompile`."""
+    from ._precompile import precompile
+
+    losses = args.losses[0] if args.losses in (["default"], ["all"]) else args.losses
+    try:
+        with contextlib.redirect_stdout(sys.stderr):   # progress goes to stderr
+            precompile(args.models, losses, n_jobs=args.n_jobs,
+                       verbose=0 if args.quiet else 1)
+    except RuntimeError as e:
+        print(f"structlearn precompile: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 # -------------------------------------------------------------------- main
 def build_parser():
     """The ``argparse`` parser of the command line."""
+    from ._precompile import PRECOMPILE_MODELS
     from .feature_extraction import TEMPLATES
 
     p = argparse.ArgumentParser(
@@ -364,11 +382,26 @@ def build_parser():
     e.add_argument("pred")
     e.add_argument("--format", choices=FORMATS, default="auto")
     e.set_defaults(func=cmd_evaluate)
+
+    c = sub.add_parser("precompile", help="compile the kernels ahead of the first fit",
+                       description="Compile the Numba kernels of the chosen models into "
+                                   "Numba's on-disk cache, in parallel processes, so that "
+                                   "no later first fit waits for them "
+                                   "(structlearn.precompile).")
+    c.add_argument("--models", nargs="+", default=None, metavar="MODEL",
+                   help="models to compile (default: all): " + ", ".join(PRECOMPILE_MODELS))
+    c.add_argument("--losses", nargs="+", default=["default"], metavar="LOSS",
+                   help="'default' (each model's default loss), 'all', or loss names")
+    c.add_argument("--n-jobs", type=int, default=None,
+                   help="worker processes (default: one per CPU core)")
+    c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    c.set_defaults(func=cmd_precompile)
     return p
 
 
 def main(argv=None):
-    """Run the command line; returns the exit status (0, or 2 on an error)."""
+    """Run the command line; returns the exit status (0; 1 when ``precompile``
+    failed for a model; 2 on an error)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
