@@ -485,7 +485,8 @@ def main(argv=None):
          "slices), a scikit-learn or trivial baseline first, then structlearn "
          "losses; metrics on held-out data.")
     _say("A first run compiles each model's Numba kernels before its timed fit "
-         "(a few seconds each, cached on disk afterwards); 'fit (s)' leaves that out.")
+         "(a few seconds each, cached on disk afterwards; 'structlearn precompile' "
+         "does it ahead, on every core); 'fit (s)' leaves that out.")
     _say()
     _say(format_header())
     rows = []

@@ -5,8 +5,11 @@ A change that saves compile time must not cost run time.  Each checkout
 runs in its own long-lived interpreter (``PYTHONPATH`` set to it) that
 prepares the workloads once, untimed (so Numba compiles or loads its
 kernels first); the driver then asks the two interpreters in turn, ABBA
-order, for one timed call each, so that every ratio is taken side by side
-on a noisy machine.  Workloads:
+order, for one timed call each (process CPU seconds, one thread; wall
+seconds before results ``chain_kernels_ab_eval_pre20.md``), so that every
+ratio is taken side by side on a noisy machine.  Each interpreter prepares
+only the workloads of ``--modes``; ``eval`` captures its problem from a fit
+(no private API), so it also runs against older checkouts.  Workloads:
 
 * ``eval``: the CRF ``value_and_grad`` of :class:`structlearn.SequenceTagger`
   on CoNLL-2000 train (the fused kernel ``kernels.linear.chain_crf_value_grad``)
@@ -47,61 +50,82 @@ from _common import conll2000_xy  # pins BLAS threads
 warnings.simplefilter('ignore')
 import numpy as np
 from structlearn import SequenceTagger
-from structlearn.estimators.sequence import chain_problem
-from structlearn.losses import CRF
+modes = {modes!r}
+work = {{}}
+ready = 0
 X, y = conll2000_xy('train')
 Xt, _ = conll2000_xy('test')
-est = SequenceTagger(loss='crf', n_jobs=1)
-vec, tokens, tok_off, y_int, classes, sup_ptr, sup_label, d, _, _, _ = \
-    est._prepare(X, y, CRF(), False)
-prob = chain_problem(tokens, tok_off, y_int, len(classes), sup_ptr, sup_label, CRF(), True, 1)
-z = np.random.default_rng(0).normal(scale=0.3, size=prob.n_params)
-prob.value_and_grad(z)
-fitted = SequenceTagger(loss='crf', max_iter=5, n_jobs=1).fit(X, y)
-Xtok, kept_off, lengths, keep = fitted._batches(Xt)
-fmap = fitted._prediction_map(Xtok, kept_off)
-batch = fitted._batch(fmap, 0, fmap.n_samples)
-def predict():
-    return batch.structure.argmax(fmap.scores(fitted._z, batch))
-first = predict()
-fitted.predict(Xt[:10])
-from structlearn import SegmentTagger
-from structlearn.datasets import load_ewt_pos
-Xs, tags = load_ewt_pos('train')
-Xs, tags = Xs[:1000], tags[:1000]
-ys = [['O' if t not in ('NOUN', 'PROPN') else
-       ('I-NP' if i and s[i - 1] in ('NOUN', 'PROPN') else 'B-NP')
-       for i, t in enumerate(s)] for s in tags]
-seg = SegmentTagger(loss='crf', max_iter=2, n_jobs=1).fit(Xs[:20], ys[:20])
-seg.predict(Xs[:20])
-def seg_fit():
-    global seg
-    seg = SegmentTagger(loss='crf', max_iter=20, tol=1e-12, n_jobs=1).fit(Xs, ys)
-work = {{'eval': lambda: prob.value_and_grad(z), 'predict': predict,
-         'predict_full': lambda: fitted.predict(Xt), 'segment_fit': seg_fit,
-         'segment_predict': lambda: seg.predict(Xs)}}
-print(json.dumps({{'ready': int(np.sum(first))}}), flush=True)
+if 'eval' in modes:
+    # the problem a CRF fit hands to L-BFGS, captured there (no private
+    # preparation API, so that older checkouts run it too)
+    import structlearn.estimators._base as base
+    got = {{}}
+    class _Captured(Exception):
+        pass
+    def grab(problem, alpha, z0, **kw):
+        got['problem'] = problem
+        raise _Captured
+    base.lbfgs, real = grab, base.lbfgs
+    try:
+        SequenceTagger(loss='crf', n_jobs=1).fit(X, y)
+    except _Captured:
+        pass
+    base.lbfgs = real
+    prob = got['problem']
+    z = np.random.default_rng(0).normal(scale=0.3, size=prob.n_params)
+    prob.value_and_grad(z)
+    work['eval'] = lambda: prob.value_and_grad(z)
+if 'predict' in modes or 'predict_full' in modes:
+    fitted = SequenceTagger(loss='crf', max_iter=5, n_jobs=1).fit(X, y)
+    Xtok, kept_off, lengths, keep = fitted._batches(Xt)
+    fmap = fitted._prediction_map(Xtok, kept_off)
+    batch = fitted._batch(fmap, 0, fmap.n_samples)
+    def predict():
+        return batch.structure.argmax(fmap.scores(fitted._z, batch))
+    ready = int(np.sum(predict()))
+    fitted.predict(Xt[:10])
+    work['predict'] = predict
+    work['predict_full'] = lambda: fitted.predict(Xt)
+if 'segment_fit' in modes or 'segment_predict' in modes:
+    from structlearn import SegmentTagger
+    from structlearn.datasets import load_ewt_pos
+    Xs, tags = load_ewt_pos('train')
+    Xs, tags = Xs[:1000], tags[:1000]
+    ys = [['O' if t not in ('NOUN', 'PROPN') else
+           ('I-NP' if i and s[i - 1] in ('NOUN', 'PROPN') else 'B-NP')
+           for i, t in enumerate(s)] for s in tags]
+    seg = SegmentTagger(loss='crf', max_iter=2, n_jobs=1).fit(Xs[:20], ys[:20])
+    seg.predict(Xs[:20])
+    def seg_fit():
+        global seg
+        seg = SegmentTagger(loss='crf', max_iter=20, tol=1e-12, n_jobs=1).fit(Xs, ys)
+    work['segment_fit'] = seg_fit
+    work['segment_predict'] = lambda: seg.predict(Xs)
+print(json.dumps({{'ready': ready}}), flush=True)
 for line in sys.stdin:
     mode = line.strip()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     work[mode]()
-    print(json.dumps({{'t': time.perf_counter() - t0}}), flush=True)
+    print(json.dumps({{'t': time.perf_counter() - t0, 'cpu': time.process_time() - c0}}),
+          flush=True)
 """
 
 
-def start(checkout):
+def start(checkout, modes):
     # os.environ holds the thread limits _common set (one BLAS thread)
     env = dict(os.environ, PYTHONPATH=str(Path(checkout).resolve()))
-    code = _WORKER.format(bench=str(Path(__file__).resolve().parents[1]))
+    code = _WORKER.format(bench=str(Path(__file__).resolve().parents[1]), modes=modes)
     p = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True, cwd="/")
     return p
 
 
 def ask(p, mode):
+    """Seconds of one timed call: process CPU (one thread: holds better on a
+    busy machine)."""
     p.stdin.write(mode + "\n")
     p.stdin.flush()
-    return json.loads(p.stdout.readline())["t"]
+    return json.loads(p.stdout.readline())["cpu"]
 
 
 def main(argv=None):
@@ -112,11 +136,12 @@ def main(argv=None):
     ap.add_argument("b", help="checkout B")
     ap.add_argument("--modes", default="eval,predict,predict_full,segment_fit,segment_predict")
     args = parse_args(ap, argv)
-    procs = [start(args.a), start(args.b)]
+    modes = args.modes.split(",")
+    procs = [start(args.a, modes), start(args.b, modes)]
     ready = [json.loads(p.stdout.readline())["ready"] for p in procs]
     print(f"ready (sum of predicted tags: {ready})", flush=True)
     rows = []
-    for mode in args.modes.split(","):
+    for mode in modes:
         ta, tb = [], []
         for r in range(args.repeat):
             order = (0, 1) if r % 2 == 0 else (1, 0)
