@@ -12,7 +12,10 @@ Workloads, one thread each:
   40 L-BFGS iterations; CRFsuite the same), predict test;
 * ``perceptron``: 10 averaged-perceptron epochs (CRFsuite 'ap' the same);
 * ``parser``: DependencyParser(loss='crf') on the bundled EWT slice (1,000
-  sentences, 30 iterations), predict 1,300 sentences (best of 3).
+  sentences, 30 iterations), predict 1,300 sentences (best of 3);
+* ``birkhoff-aslack``: LabelRanker(polytope='birkhoff',
+  loss='hinge-approx-slack', solver='sgd', max_iter=10) on 2,000 synthetic
+  rankings of 8 labels (a noisy linear model of 20 features), predict them.
 
 Usage (a checkout of an older commit with ``git worktree add /tmp/base REV``)::
 
@@ -39,7 +42,19 @@ def measure(mode):
     warnings.simplefilter("ignore")
     import structlearn
 
-    if mode == "parser":
+    if mode == "birkhoff-aslack":
+        import numpy as np
+        from structlearn import LabelRanker
+        rng = np.random.default_rng(3)
+        X = rng.normal(size=(2000, 20))
+        S = X @ rng.normal(size=(20, 8)) + rng.normal(size=(2000, 8))
+        y = np.argsort(np.argsort(-S, axis=1), axis=1) + 1   # rankings, 1 = first
+        Xt = X
+        LabelRanker(polytope="birkhoff", loss="hinge-approx-slack", solver="sgd",
+                    max_iter=2).fit(X[:50], y[:50])
+        est = LabelRanker(polytope="birkhoff", loss="hinge-approx-slack", solver="sgd",
+                          max_iter=10, random_state=0)
+    elif mode == "parser":
         from structlearn import DependencyParser
         from structlearn.datasets import load_ewt
         tr, te = load_ewt("train"), load_ewt("test")

@@ -120,8 +120,10 @@ def permutahedron_map_into(eta, params, out, order, warm):
 
 @njit(cache=True, nogil=True)
 def birkhoff_map_into(eta, params, out, iwork, fwork, warm):
-    """:func:`birkhoff_map` with the workspaces ``iwork`` (int64) and
-    ``fwork`` (float64) of ``4 k + 3`` entries each; ``warm``: they hold a
+    """:func:`birkhoff_map` with the workspaces ``iwork`` (int64, at least
+    ``4 k + 3`` entries) and ``fwork`` (float64, at least ``5 k + 3``; its
+    first ``2 k`` receive the assignment's duals ``a``, ``b``, which
+    :func:`birkhoff_runner_up_from_duals` can reuse); ``warm``: they hold a
     previous solve, which is warm-started (see
     :func:`structlearn.kernels.assignment._assignment_into`)."""
     k = int(params[0])
@@ -532,20 +534,35 @@ def birkhoff_runner_up(eta, params, best, out):
     MAP entry in turn (Murty's partition, the numpy reference
     ``Birkhoff._runner_up``) solves ``k`` assignments.  The first row wins
     ties between cycles, the lowest column ties inside a search (the
-    reference's choice wherever the second best is unique)."""
+    reference's choice wherever the second best is unique).  The search is
+    :func:`birkhoff_runner_up_from_duals`; this solves the assignment for
+    its duals."""
+    k = int(params[0])
+    a = np.zeros(k)
+    b = np.zeros(k)
+    if k >= 2:
+        th = np.empty((k, k))
+        for r in range(k):
+            for c in range(k):
+                th[r, c] = eta[r * k + c]
+        _assignment_with_duals(th, np.empty(k, dtype=np.int64), a, b)
+    birkhoff_runner_up_from_duals(eta, params, best, out, a, b)
+
+
+@njit(cache=True, nogil=True)
+def birkhoff_runner_up_from_duals(eta, params, best, out, a, b):
+    """:func:`birkhoff_runner_up` given optimal duals ``a``, ``b`` of the
+    assignment problem at ``eta`` (``a_i + b_j >= eta_ij``, tight on
+    ``best``), e.g. those the MAP solve just left in its workspace (the
+    approximate-slack search asks for the runner-up at the scores its MAP
+    call solved).  A cycle's reduced score is the same for every optimal
+    dual pair (the duals of its rows and columns cancel), so the result
+    does not depend on which pair is given, but where two cycles tie."""
     k = int(params[0])
     for q in range(k * k):
         out[q] = best[q]
     if k < 2:
         return
-    th = np.empty((k, k))
-    for r in range(k):
-        for c in range(k):
-            th[r, c] = eta[r * k + c]
-    perm = np.empty(k, dtype=np.int64)
-    a = np.empty(k)
-    b = np.empty(k)
-    _assignment_with_duals(th, perm, a, b)
     m = np.empty(k, dtype=np.int64)      # the MAP's column of each row
     owner = np.empty(k, dtype=np.int64)  # and row of each column
     for r in range(k):
@@ -564,7 +581,7 @@ def birkhoff_runner_up(eta, params, best, out):
         for c in range(k):
             done[c] = False
             prev[c] = -1
-            dist[c] = np.inf if c == m[i] else max(a[i] + b[c] - th[i, c], 0.0)
+            dist[c] = np.inf if c == m[i] else max(a[i] + b[c] - eta[i * k + c], 0.0)
         while True:
             j = -1
             for c in range(k):
@@ -582,7 +599,7 @@ def birkhoff_runner_up(eta, params, best, out):
             r = owner[j]         # the row leaving column j
             for c in range(k):
                 if not done[c] and c != m[r]:
-                    v = dist[j] + max(a[r] + b[c] - th[r, c], 0.0)
+                    v = dist[j] + max(a[r] + b[c] - eta[r * k + c], 0.0)
                     if v < dist[c]:
                         dist[c] = v
                         prev[c] = j

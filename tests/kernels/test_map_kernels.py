@@ -463,3 +463,30 @@ def test_birkhoff_runner_up_is_the_second_best_assignment(k):
         second[np.arange(k), perms[order[1]]] = 1.0
         birkhoff_runner_up(S.ravel(), params, best.ravel(), out)
         assert_array_equal(out, second.ravel())
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 6])
+def test_birkhoff_runner_up_from_a_warm_solves_duals(k):
+    # the approximate-slack search's path: the MAP by a warm-started solve
+    # (birkhoff_map_into) along cost-augmented scores theta + lam c, then
+    # the runner-up from the duals that solve left in its workspace --
+    # against enumeration of all assignments
+    from structlearn.kernels.maps import birkhoff_map_into, birkhoff_runner_up_from_duals
+    rng = np.random.default_rng(20 + k)
+    perms = np.array(list(itertools.permutations(range(k))))
+    params = np.array([float(k)])
+    best, out = np.empty(k * k), np.empty(k * k)
+    p = k * k   # workspaces as the search sizes them: 4 p + 3 entries (p parts)
+    iwork, fwork = np.empty(4 * p + 3, dtype=np.int64), np.empty(4 * p + 3)
+    for trial in range(15):
+        theta, c = rng.normal(size=(k, k)), rng.random((k, k))
+        for step, lam in enumerate(np.sort(rng.random(6) * 3)):
+            S = theta + lam * c
+            birkhoff_map_into(S.ravel(), params, best, iwork, fwork, step > 0)
+            order = np.argsort(-S[np.arange(k), perms].sum(axis=1))
+            assert_array_equal(best.reshape(k, k).argmax(axis=1), perms[order[0]])
+            birkhoff_runner_up_from_duals(S.ravel(), params, best, out, fwork[:k],
+                                          fwork[k:2 * k])
+            second = np.zeros((k, k))
+            second[np.arange(k), perms[order[1]]] = 1.0
+            assert_array_equal(out, second.ravel())
