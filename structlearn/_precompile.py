@@ -192,14 +192,18 @@ def precompile(models=None, losses="default", n_jobs=None, verbose=1):
     arrays the kernels receive: the estimators' validation fixes them, so
     the tiny fits compile what real data uses, except the kernels that only
     some data needs (e.g. the CRF's log-space fallback for very large
-    scores), which compile on their first use.  Worker processes use the
+    scores), which compile on their first use; the fixed-size estimators
+    are fitted on dense arrays (a sparse ``X`` may compile more on its first
+    fit), with their default options (``solver='auto'``: another solver
+    compiles its own kernels).  Worker processes use the
     ``spawn`` method: a script that calls this at module level needs the
     ``if __name__ == '__main__':`` guard.
     """
     tasks = _tasks(models, losses)
     workers = min(_check_n_jobs(n_jobs), len(tasks))
     if verbose:
-        print(f"[precompile] {len(tasks)} model(s) in {workers} process(es)", flush=True)
+        print(f"[precompile] {len(tasks)} (model, loss) pair(s) in {workers} process(es)",
+              flush=True)
     t0 = time.perf_counter()
     results = []
     ctx = multiprocessing.get_context("spawn")
