@@ -66,6 +66,27 @@ def test_cli_rejects_unknown_model_with_status_2(capsys):
     assert "NoSuchModel" in capsys.readouterr().err
 
 
+def test_cli_reports_a_failed_model_with_status_1(monkeypatch, capsys):
+    # precompile raises RuntimeError naming the failures after running the
+    # others; the command prints it and exits 1 (not 2: not a usage error)
+    import structlearn._precompile as pc
+    seen = {}
+
+    def failing(models, losses, n_jobs=None, verbose=1):
+        seen.update(models=models, losses=losses, n_jobs=n_jobs, verbose=verbose)
+        raise RuntimeError("precompile failed for SequenceTagger (loss='crf'): boom")
+
+    monkeypatch.setattr(pc, "precompile", failing)
+    assert cli.main(["precompile", "--models", "SequenceTagger", "--losses", "crf",
+                     "hinge", "--n-jobs", "2", "--quiet"]) == 1
+    assert "boom" in capsys.readouterr().err
+    assert seen == {"models": ["SequenceTagger"], "losses": ["crf", "hinge"], "n_jobs": 2,
+                    "verbose": 0}
+    # 'default' and 'all' pass through as the strings precompile takes
+    cli.main(["precompile", "--losses", "all", "--quiet"])
+    assert seen["losses"] == "all" and seen["models"] is None
+
+
 def _run(code, cache):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
