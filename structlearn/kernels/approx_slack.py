@@ -44,7 +44,7 @@ def family_map(family, eta, params, out, iwork, fwork, warm):
     """The MAP oracle of the structure family ``family``, with the
     workspaces ``iwork`` (int64) and ``fwork`` (float64) of ``4 p + 3``
     entries (``p`` parts): no allocation, and inlined (twice as fast), as
-    the search calls it up to ``n_search + 3`` times per row.  ``warm``:
+    the search calls it up to ``n_search + 2`` times per row.  ``warm``:
     the workspaces hold the previous call's solve (the assignment of the
     Birkhoff polytope is warm-started from it, the sorts of the knapsack and
     the permutahedron start from its order)."""
@@ -82,9 +82,11 @@ def family_runner_up(family, eta, params, best, out, fwork):
     types.Tuple((types.float64[:, ::1], types.float64[::1], types.float64[:, ::1],
                  types.float64))(
         types.float64[:, ::1], types.float64[:, ::1], types.float64[:, ::1], types.int64,
-        types.float64[::1], types.int64, types.float64, types.float64, types.float64),
+        types.float64[::1], types.int64, types.float64, types.float64, types.float64,
+        types.float64),
     cache=True, nogil=True)
-def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, L_eps):
+def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, L_eps,
+                       L_gap):
     """The approximate slack-scaling violator, loss and gradient of every row.
 
     Parameters
@@ -104,13 +106,17 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
     params : ndarray
         The oracles' parameters.
     n_search : int
-        Number of golden-section evaluations of ``F`` (after the two ends),
-        by the driver of :mod:`structlearn.kernels.slack_search`.
+        Most evaluations of ``F`` after the two ends, by the breakpoint
+        search of the driver (:mod:`structlearn.kernels.slack_search`).
     epsilon : float
         ``lambda_l = epsilon / L_max``.
     L_max, L_eps : float
         Largest cost and smallest gap between distinct costs (a
         non-positive ``L_max``, a single structure, is taken as 1).
+    L_gap : float
+        ``L_eps`` where it is the exact gap (or a lower bound of it), else
+        0: the driver's stopping bound assumes no cost lies closer than
+        ``L_gap`` to another.
 
     Returns
     -------
@@ -124,7 +130,7 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
         Its gradient in ``Theta``, ``L(y') (phi(y') - Phi_i)``.
     calls : float
         Number of oracle evaluations of ``F`` made (at most ``n (n_search +
-        2)``; the search skips those whose answer it knows,
+        2)``; the search stops where no call can change its result,
         :mod:`structlearn.kernels.slack_search`).
     """
     n, p = Theta.shape
@@ -151,7 +157,7 @@ def approx_slack_batch(Theta, Phi, C, family, params, n_search, epsilon, L_max, 
         s_true = 0.0
         for j in range(p):
             s_true += theta[j] * phi[j]
-        search_init(st, s_true, lam_l, L_max, L_eps, n_search)
+        search_init(st, s_true, lam_l, L_max, L_eps, L_gap, n_search)
         first = True   # a new row: nothing to warm-start from
         while True:
             lam = search_next(st)

@@ -712,8 +712,9 @@ def approx_slack_batch(theta, theta_or, y, part_off, tok_off, K, n_search, epsil
     (``theta_or``: the scores the oracles see, ``theta`` plus the
     constraints' offsets), each candidate scored with ``theta``; the
     interval is ``[epsilon / L, lambda_u]`` (``L`` the length, the largest
-    cost; the smallest cost gap is 1), searched by golden section with
-    ``n_search`` evaluations after the two ends.  Returns per token the
+    cost; the smallest cost gap is 1, exact), searched by the driver's
+    breakpoint search with at most ``n_search`` evaluations after the two
+    ends.  Returns per token the
     tags of the labeling with the largest slack hinge met (``y`` where none
     is positive), and the number of oracle evaluations made.
     """
@@ -736,7 +737,7 @@ def approx_slack_batch(theta, theta_or, y, part_off, tok_off, K, n_search, epsil
         aug = theta_or[base:base + p].copy()
         s_true = _score_seq(theta, base, L, K, y, o)
         L_max = float(L)
-        search_init(st, s_true, epsilon / L_max, L_max, 1.0, n_search)
+        search_init(st, s_true, epsilon / L_max, L_max, 1.0, 1.0, n_search)
         while True:
             lam = search_next(st)
             if lam < 0.0:

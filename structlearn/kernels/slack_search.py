@@ -7,15 +7,15 @@ lambda_u]``
     F(lambda) = H(lambda) - 2 sqrt(xi lambda),
     H(lambda) = max_{y != y_i} s(y) + lambda L(y),
 
-by golden section, each evaluation of ``H`` one call of the cost-augmented
-top-2 oracle; the loss is the largest slack hinge ``L(y)(1 - s(y_i) + s(y))``
-among the labelings met.  The search is the same on every structure, only
-the oracle differs, so it is written here once as an *ask / tell* driver
-over a small state vector, and each kernel
+each evaluation of ``H`` one call of the cost-augmented top-2 oracle; the
+loss is the largest slack hinge ``L(y)(1 - s(y_i) + s(y))`` among the
+labelings met.  The search is the same on every structure, only the oracle
+differs, so it is written here once as an *ask / tell* driver over a small
+state vector, and each kernel
 (:func:`structlearn.kernels.approx_slack.approx_slack_batch`,
 :func:`structlearn.kernels.chain.approx_slack_batch`) runs the loop::
 
-    search_init(st, s_true, lam_l, L_max, L_eps, n_search)
+    search_init(st, s_true, lam_l, L_max, L_eps, L_gap, n_search)
     while True:
         lam = search_next(st)            # < 0: the search is over
         if lam < 0:
@@ -25,24 +25,49 @@ over a small state vector, and each kernel
             <keep the labeling>
 
 (the driver cannot call the oracle itself: Numba would compile it once per
-oracle, or dispatch through first-class functions, ~0.5 ms per call).
+oracle, or dispatch through first-class functions, ~0.5 ms per call).  The
+reference written with the structures' batched oracles,
+:meth:`structlearn.structures.base.Structure.approx_slack_search`, makes the
+same decisions with the same formulas, and the kernels are tested equal to
+it.
 
-Skipped evaluations.  ``H`` is the maximum of the lines ``s(y) + lambda
-L(y)``, hence convex: where the oracle returned labelings on the same line
-``(s, L)`` at two points ``p < q``, ``H`` is that line on all of ``[p, q]``
-and the oracle's labeling at any point between them lies on it too (a line
-reaching ``H`` inside ``[p, q]`` and below it at both ends is the same
-line).  Every golden-section point falls between two points already
-evaluated (the bracket ends and the inner points), so when those two have the
-same line (the same slope ``L`` already implies it: two parallel lines
-cannot each be the maximum somewhere without coinciding; both are compared)
-the driver answers the evaluation itself -- the same ``s``, ``L``,
-``F`` and slack hinge as the oracle's, which is then not called.  Once the
-bracket sits inside one piece of ``H`` the rest of the search costs nothing.
-The labelings met are the reference's
-(:meth:`structlearn.structures.base.Structure.approx_slack_search`, which
-calls the oracle every time) except for exact ties between different
-labelings with the same score and cost.
+The line search: breakpoints, not golden section.  The paper minimises the
+convex ``F`` (Claim 3.2) by "efficient line search algorithms such as Golden
+Search".  ``H`` is the maximum of the lines ``s(y) + lambda L(y)`` and each
+oracle call returns the line that is the maximum at the point asked, so the
+minimum is found exactly, not to a tolerance.  The bracket ``[a, b]`` keeps the
+lines found at its ends; the next point is where they cross, ``c = (s_a -
+s_b) / (L_b - L_a)``.  If the labeling found at ``c`` lies on the two lines
+(``H(c)`` equals their value), ``H`` is their maximum on all of ``[a, b]``
+and no other labeling is the oracle's answer anywhere inside: the search is
+over.  Otherwise the new line is a new piece of ``H`` with a slope between
+the ends', and ``F``'s subgradient there, ``L_c - sqrt(xi / c)``, says on
+which side the minimum lies (zero: ``c`` is the minimum, the search is over).
+The point asked for is not the crossing itself but a millionth of the
+bracket to its right: at the crossing the two end labelings tie by
+construction, and so may others (on the permutahedron, every permutation
+that ranks the two swapped labels next to each other), and oracles break
+such ties differently (a warm-started sort, a fresh one); a little to the
+right the tie is broken towards the larger cost, by every oracle alike.  A
+piece of ``H`` narrower than that shift can be missed, as any line search
+misses pieces.  Every call but the last finds a new piece, so the search
+ends after at most
+the number of pieces inside the bracket; on CoNLL-2000 chains during an SGD
+fit it made 4.5 calls per sentence against golden section's 8.6 with skips
+(14 without), and the losses met summed to within 0.1 % of golden
+section's (both 0.3-0.4 % below the exact slack loss); ``n_search`` caps the
+calls after the two ends.
+
+Stopping when nothing better can be met.  Every labeling lies below both end
+lines: ``s(y) <= H(a) - a L(y)`` and ``s(y) <= H(b) - b L(y)``, so its slack
+hinge is at most ``max_L L (1 - s(y_i) + min(H(a) - a L, H(b) - b L))``
+(two concave quadratics) over the costs it can have.  Everything the search
+can still meet lies strictly between the ends' costs, at least the smallest
+cost gap ``L_gap`` from each (``L_gap = 0`` where that gap is not known
+exactly: only the strict bracket is used).  When this bound is at most the
+largest slack hinge met, no call can change the result, and the search
+stops: the result is the one the search without this test would return
+(but for exact ties), with fewer calls.
 
 The upper end without a MAP call.  Sarawagi & Gupta set ``lambda_u = (s(y_1)
 - s(y_i) + 1 - xi / L_max) / L_eps`` with ``y_1`` the MAP, one more oracle
@@ -57,33 +82,39 @@ least theirs is sufficient), and the reference does the same.
 Rows with nothing violated.  For the same reason, when ``H(lambda_l) <=
 s(y_i) - 1`` every labeling other than ``y_i`` has a margin of at least 1,
 so no slack hinge is positive: the search stops after that one call (the
-result, ``y_i`` and a zero loss, is the reference's).  Late in training most
-rows are such.
+result, ``y_i`` and a zero loss, is the reference's, which does not stop).
+Late in training most rows are such.
 """
 
 import numpy as np
 from numba import njit
 
-__all__ = ["SEARCH_STATE", "search_best", "search_calls", "search_init", "search_next",
-           "search_tell"]
+__all__ = ["SEARCH_STATE", "hinge_bound", "search_best", "search_calls", "search_init",
+           "search_next", "search_tell"]
 
-_GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
+#: relative tolerance of "the labeling at the crossing lies on the end lines"
+#: (the two lines' values there agree only up to round-off)
+LINE_RTOL = 1e-12
+#: the point asked for is this fraction of the way from the crossing to the
+#: bracket's upper end (module docstring: ties at the crossing)
+SHIFT = 1e-6
 
 # the slots of the state vector
-(_E, _N, _A, _B, _X1, _X2, _F1, _F2, _SA, _LA, _SB, _LB, _S1, _L1, _S2, _L2,
- _XI, _BEST, _STRUE, _SMAP, _LAML, _LMAX, _LEPS, _LAM, _LEFT, _X1N, _X2N,
- _CALLS) = range(28)
+(_E, _N, _A, _B, _SA, _LA, _SB, _LB, _XI, _BEST, _STRUE, _LAML, _LMAX, _LEPS, _LGAP,
+ _LAM, _CALLS) = range(17)
 #: length of the state vector
-SEARCH_STATE = 28
+SEARCH_STATE = 17
 
 
 @njit(cache=True, nogil=True, inline="always")
-def search_init(st, s_true, lam_l, L_max, L_eps, n_search):
+def search_init(st, s_true, lam_l, L_max, L_eps, L_gap, n_search):
     """Start a search (one row) in the state vector ``st`` (float64, of
-    :data:`SEARCH_STATE` entries): ``s_true = s(y_i)``, ``lam_l`` the lower end, ``L_max`` / ``L_eps`` the largest cost
-    and the smallest gap between distinct costs, ``n_search`` golden-section
-    evaluations after the two ends.  The count of oracle calls
-    (:func:`search_calls`) carries over from row to row."""
+    :data:`SEARCH_STATE` entries): ``s_true = s(y_i)``, ``lam_l`` the lower
+    end, ``L_max`` / ``L_eps`` the largest cost and the smallest gap between
+    distinct costs (``lambda_u``), ``L_gap`` that gap where it is exact, else
+    0 (the stopping bound), ``n_search`` the most evaluations after the two
+    ends.  The count of oracle calls (:func:`search_calls`) carries over
+    from row to row."""
     st[_E] = -2.0
     st[_N] = n_search
     st[_XI] = 0.0
@@ -92,6 +123,7 @@ def search_init(st, s_true, lam_l, L_max, L_eps, n_search):
     st[_LAML] = lam_l
     st[_LMAX] = L_max
     st[_LEPS] = L_eps
+    st[_LGAP] = L_gap
     st[_A] = lam_l
     st[_B] = lam_l
 
@@ -102,96 +134,53 @@ def search_calls(st):
     return st[_CALLS]
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _record(st, s, L):
-    """The evaluation at the pending point ``st[_LAM]`` gave the line
-    ``(s, L)``: update ``F`` at the inner points and the bracket's lines."""
-    e = st[_E]
-    lam = st[_LAM]
-    f = s + lam * L - 2.0 * np.sqrt(st[_XI] * lam)
-    if e == 0.0:
-        st[_F1] = f
-        st[_S1] = s
-        st[_L1] = L
-    elif e == 1.0:
-        st[_F2] = f
-        st[_S2] = s
-        st[_L2] = L
-    else:
-        if st[_LEFT] != 0.0:
-            st[_F2] = st[_F1]
-            st[_S2] = st[_S1]
-            st[_L2] = st[_L1]
-            st[_F1] = f
-            st[_S1] = s
-            st[_L1] = L
-        else:
-            st[_F1] = st[_F2]
-            st[_S1] = st[_S2]
-            st[_L1] = st[_L2]
-            st[_F2] = f
-            st[_S2] = s
-            st[_L2] = L
-        st[_X1] = st[_X1N]
-        st[_X2] = st[_X2N]
-    st[_E] = e + 1.0
+@njit(cache=True, nogil=True)
+def hinge_bound(s_a, L_a, a, s_b, L_b, b, m, gap):
+    """The largest slack hinge ``L (m + s)`` (``m = 1 - s(y_i)``) of any
+    labeling below the two lines ``s + a L <= s_a + a L_a`` and ``s + b L <=
+    s_b + b L_b`` (``a < b``) with a cost ``L`` in ``[L_a + gap, L_b -
+    gap]``; ``-inf`` where that interval is empty."""
+    lo = L_a + gap
+    hi = L_b - gap
+    if lo > hi:
+        return -np.inf
+    Ha = s_a + a * L_a
+    Hb = s_b + b * L_b
+    # the lines cross at Lx: line a is the lower below it, line b above
+    Lx = min(max((Hb - Ha) / (b - a), lo), hi)
+    # L (m + H - lam L) is concave, largest at (m + H) / (2 lam)
+    L1 = min(max((m + Ha) / (2.0 * a), lo), Lx)
+    L2 = min(max((m + Hb) / (2.0 * b), Lx), hi)
+    return max(L1 * (m + Ha - a * L1), L2 * (m + Hb - b * L2))
 
 
 @njit(cache=True, nogil=True, inline="always")
 def search_next(st):
     """The next ``lambda`` at which to call the oracle, or -1.0 when the
-    search is over; evaluations whose answer is known (see the module
-    docstring) are done here without the oracle."""
-    while True:
-        e = st[_E]
-        if e == -2.0:
-            lam = st[_LAML]
-            break
-        if e == -1.0:
-            lam = max((st[_SMAP] - st[_STRUE] + 1.0 - st[_XI] / st[_LMAX]) / st[_LEPS],
-                      st[_LAML])
-            a = st[_A]
-            st[_B] = lam
-            st[_X1] = lam - _GOLDEN * (lam - a)
-            st[_X2] = a + _GOLDEN * (lam - a)
-            break
+    search is over (see the module docstring)."""
+    e = st[_E]
+    if e == -2.0:
+        lam = st[_LAML]
+    elif e == -1.0:
+        lam = max((max(st[_STRUE], st[_SA] + st[_LAML] * st[_LA]) - st[_STRUE] + 1.0
+                   - st[_XI] / st[_LMAX]) / st[_LEPS], st[_LAML])
+    else:
         if e >= st[_N]:
             return -1.0
-        # the new point and the lines of its two evaluated neighbours
-        if e == 0.0:
-            lam = st[_X1]
-            sp, Lp, sq, Lq = st[_SA], st[_LA], st[_SB], st[_LB]
-        elif e == 1.0:
-            lam = st[_X2]
-            sp, Lp, sq, Lq = st[_S1], st[_L1], st[_SB], st[_LB]
-        else:
-            a = st[_A]
-            b = st[_B]
-            if st[_F1] <= st[_F2]:
-                st[_LEFT] = 1.0
-                b = st[_X2]
-                st[_B] = b
-                st[_SB] = st[_S2]
-                st[_LB] = st[_L2]
-                st[_X2N] = st[_X1]
-                lam = b - _GOLDEN * (b - a)
-                st[_X1N] = lam
-                sp, Lp, sq, Lq = st[_SA], st[_LA], st[_S1], st[_L1]
-            else:
-                st[_LEFT] = 0.0
-                a = st[_X1]
-                st[_A] = a
-                st[_SA] = st[_S1]
-                st[_LA] = st[_L1]
-                st[_X1N] = st[_X2]
-                lam = a + _GOLDEN * (b - a)
-                st[_X2N] = lam
-                sp, Lp, sq, Lq = st[_S2], st[_L2], st[_SB], st[_LB]
-        st[_LAM] = lam
-        if sp == sq and Lp == Lq:
-            _record(st, sp, Lp)   # H is this line between the neighbours
-            continue
-        break
+        s_a = st[_SA]
+        L_a = st[_LA]
+        s_b = st[_SB]
+        L_b = st[_LB]
+        a = st[_A]
+        b = st[_B]
+        if L_b == L_a:
+            return -1.0   # one line: H is that line on [a, b]
+        cross = (s_a - s_b) / (L_b - L_a)
+        if not (a < cross < b):
+            return -1.0   # round-off: the lines are nearly parallel
+        lam = cross + SHIFT * (b - cross)
+        if hinge_bound(s_a, L_a, a, s_b, L_b, b, 1.0 - st[_STRUE], st[_LGAP]) <= st[_BEST]:
+            return -1.0   # nothing left to meet beats the best met
     st[_LAM] = lam
     st[_CALLS] += 1.0
     return lam
@@ -207,25 +196,41 @@ def search_tell(st, s, L):
     if better:
         st[_BEST] = g
     e = st[_E]
-    if e < 0.0:
-        # the two ends: xi is the largest slack hinge met so far
+    if e == -2.0:
+        st[_SA] = s
+        st[_LA] = L
+        # xi: the largest slack hinge met at the ends
         st[_XI] = st[_BEST]
-        if e == -2.0:
-            st[_SA] = s
-            # H(lam_l) bounds the MAP's score (module docstring) ...
-            h = s + st[_LAML] * L
-            st[_SMAP] = max(st[_STRUE], h)
-            if h <= st[_STRUE] - 1.0:
-                # ... and certifies that nothing is violated: done
-                st[_E] = max(st[_N], 0.0)
-                return better
-            st[_LA] = L
-        else:
+        st[_E] = -1.0
+        if s + st[_LAML] * L <= st[_STRUE] - 1.0:
+            # H(lam_l) <= s(y_i) - 1: nothing is violated, done
+            st[_E] = max(st[_N], 0.0)
+    elif e == -1.0:
+        st[_B] = st[_LAM]
+        st[_SB] = s
+        st[_LB] = L
+        st[_XI] = st[_BEST]
+        st[_E] = 0.0
+    else:
+        c = st[_LAM]
+        h = s + c * L
+        on = max(st[_SA] + c * st[_LA], st[_SB] + c * st[_LB])
+        if h <= on + LINE_RTOL * (abs(h) + 1.0):
+            st[_E] = st[_N]   # H is the two end lines' maximum on [a, b]: done
+            return better
+        d = L - np.sqrt(st[_XI] / c)
+        if d > 0.0:           # F increases at c: the minimum is left of it
+            st[_B] = c
             st[_SB] = s
             st[_LB] = L
+        elif d < 0.0:
+            st[_A] = c
+            st[_SA] = s
+            st[_LA] = L
+        else:
+            st[_E] = st[_N]   # c is the minimum
+            return better
         st[_E] = e + 1.0
-    else:
-        _record(st, s, L)
     return better
 
 

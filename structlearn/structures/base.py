@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from ..kernels.approx_slack import approx_slack_batch
+from ..kernels.slack_search import LINE_RTOL, SHIFT
 from ..kernels.sparsemap import (
     SUPPORT_CODE_DTYPE,
     VARIANTS,
@@ -206,6 +207,14 @@ class Structure:
     def cost_bounds(self):
         raise NotImplementedError
 
+    def cost_gap(self):
+        """The smallest gap between distinct costs where :meth:`cost_bounds`
+        knows it exactly (or a lower bound of it), else 0.  The
+        approximate-slack search stops where no labeling it can still meet
+        beats the best met, a bound that assumes no two distinct costs are
+        closer than this (``structlearn.kernels.slack_search``)."""
+        return self.cost_bounds()[1]
+
     # ---------------------------------------------------- inference oracles
     def marginals(self, theta):
         """CRF marginals ``E_p[phi(Y)]`` under ``p(y) ~ exp <theta, phi(y)>``."""
@@ -289,24 +298,32 @@ class Structure:
         cached = self.__dict__.get("_approx_slack_bounds")
         if cached is None or cached[0] != key:
             L_max, L_eps = self.cost_bounds()
-            cached = (key, float(L_max), float(L_eps))
+            cached = (key, float(L_max), float(L_eps), float(self.cost_gap()))
             self.__dict__["_approx_slack_bounds"] = cached
         return approx_slack_batch(
             np.ascontiguousarray(theta, dtype=np.float64), phi,
             np.ascontiguousarray(self.cost_vector(phi)), self._approx_slack_family(),
-            params, int(n_search), float(epsilon), cached[1], cached[2])
+            params, int(n_search), float(epsilon), cached[1], cached[2], cached[3])
 
     def approx_slack_search(self, theta, y, n_search=12, epsilon=1e-3):
         """The search of :meth:`approx_slack_violator` written with the
         batched oracles (:meth:`second_best`), for every structure: the
-        reference the Numba searches are tested equal to.
+        reference the Numba searches are tested equal to, and the search of
+        the structures without a kernel (trees, segmentations).  The
+        breakpoint search of ``structlearn.kernels.slack_search``, the same
+        decisions by the same formulas, run on every row of the batch at
+        once (a row whose search is over is still evaluated, ignored); unlike
+        the kernels it does not stop a row after its first call when nothing
+        is violated (the result is the same).
         """
         structure = self
         phi = structure.encode(y)
         n = structure.n_samples(theta)
         c = structure.cost_vector(phi)
         s_true = structure.dot(theta, phi)
+        m = 1.0 - s_true
         L_max, L_eps = structure.cost_bounds()
+        gap = structure.cost_gap()
         # L_max = 0: a single structure (e.g. one label to rank), nothing is
         # violated; any positive bound keeps the search below free of 0/0
         L_max = np.where(np.asarray(L_max, dtype=float) > 0, L_max, 1.0)
@@ -314,46 +331,55 @@ class Structure:
         best_phi = phi.copy()
         best_g = np.zeros(n)
 
-        def evaluate(lam):
+        def evaluate(lam, rows):
             cand = structure.encode(
                 structure.second_best(theta + structure.per_sample(lam) * c, y))
             s = structure.dot(theta, cand)
             L = structure.dot(cand - phi, c)
             g = L * (1.0 - s_true + s)
-            better = g > best_g
+            better = rows & (g > best_g)
             best_phi[...] = np.where(structure.per_sample(better), cand, best_phi)
             best_g[better] = g[better]
             return s, L
 
+        every = np.ones(n, dtype=bool)
         lam_l = np.broadcast_to(epsilon / np.asarray(L_max, dtype=float), (n,)).copy()
-        s_l, L_l = evaluate(lam_l)
+        s_a, L_a = evaluate(lam_l, every)
         # the MAP's score, bounded by H(lam_l) (kernels.slack_search: one
         # oracle call fewer, lam_u at most epsilon / L_eps larger)
-        s_map = np.maximum(s_true, s_l + lam_l * L_l)
+        s_map = np.maximum(s_true, s_a + lam_l * L_a)
         xi = best_g.copy()
         lam_u = np.maximum((s_map - s_true + 1.0 - xi / L_max) / L_eps, lam_l)
-        evaluate(lam_u)
+        s_b, L_b = evaluate(lam_u, every)
         xi = best_g.copy()
 
-        def F(lam):
-            s, L = evaluate(lam)
-            return s + lam * L - 2.0 * np.sqrt(xi * lam)
-
-        # golden-section search for min F on [lam_l, lam_u], per sample
-        ratio = (np.sqrt(5.0) - 1.0) / 2.0
+        # the bracket [a, b] and the lines found at its ends; each step
+        # asks where the two lines cross
         a, b = lam_l, lam_u
-        x1 = b - ratio * (b - a)
-        x2 = a + ratio * (b - a)
-        f1, f2 = F(x1), F(x2)
-        for _ in range(n_search - 2):
-            left = f1 <= f2
-            a = np.where(left, a, x1)
-            b = np.where(left, x2, b)
-            x2_new = np.where(left, x1, a + ratio * (b - a))
-            x1_new = np.where(left, b - ratio * (b - a), x2)
-            f_new = F(np.where(left, x1_new, x2_new))
-            f1, f2 = np.where(left, f_new, f2), np.where(left, f1, f_new)
-            x1, x2 = x1_new, x2_new
+        active = every.copy()
+        for _ in range(n_search):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cross = (s_a - s_b) / (L_b - L_a)
+                active &= (L_b != L_a) & (a < cross) & (cross < b)
+                # stop where nothing left to meet can beat the best met
+                active &= _hinge_bound(s_a, L_a, a, s_b, L_b, b, m, gap) > best_g
+            if not active.any():
+                break
+            lam = np.where(active, cross + SHIFT * (b - cross), lam_l)
+            s, L = evaluate(lam, active)
+            h = s + lam * L
+            on = np.maximum(s_a + lam * L_a, s_b + lam * L_b)
+            active &= h > on + LINE_RTOL * (np.abs(h) + 1.0)
+            d = L - np.sqrt(xi / lam)
+            left = active & (d > 0.0)    # F increases at lam: minimum on its left
+            right = active & (d < 0.0)
+            active = left | right
+            b = np.where(left, lam, b)
+            s_b = np.where(left, s, s_b)
+            L_b = np.where(left, L, L_b)
+            a = np.where(right, lam, a)
+            s_a = np.where(right, s, s_a)
+            L_a = np.where(right, L, L_a)
         return best_phi
 
     def _runner_up(self, theta, best):
@@ -691,6 +717,22 @@ class RaggedStructure(Structure):
 
     def marginals(self, theta):
         return self.marginals_and_log_partition(theta)[0]
+
+
+def _hinge_bound(s_a, L_a, a, s_b, L_b, b, m, gap):
+    """``kernels.slack_search.hinge_bound`` over arrays (rows where ``a >=
+    b`` give a meaningless value, to be masked): the largest ``L (m + s)``
+    below the lines ``s + a L <= s_a + a L_a`` and ``s + b L <= s_b + b
+    L_b`` for ``L`` in ``[L_a + gap, L_b - gap]``, ``-inf`` where empty."""
+    lo = L_a + gap
+    hi = L_b - gap
+    Ha = s_a + a * L_a
+    Hb = s_b + b * L_b
+    Lx = np.minimum(np.maximum((Hb - Ha) / (b - a), lo), hi)
+    L1 = np.minimum(np.maximum((m + Ha) / (2.0 * a), lo), Lx)
+    L2 = np.minimum(np.maximum((m + Hb) / (2.0 * b), Lx), hi)
+    out = np.maximum(L1 * (m + Ha - a * L1), L2 * (m + Hb - b * L2))
+    return np.where(lo > hi, -np.inf, out)
 
 
 def _warn_capped(n_capped, max_iter):

@@ -117,6 +117,14 @@ class Permutahedron(Structure):
         gaps = np.diff(w) ** 2
         return L_max, float(gaps.min()) / self.n_labels
 
+    def cost_gap(self):
+        """The gap of :meth:`cost_bounds` where it is exact (integer
+        weights, or ``k <= 8``), else 0: the heuristic gap is no bound."""
+        w = self.weights
+        if np.all(w == np.round(w)) or self.n_labels <= 8:
+            return self.cost_bounds()[1]
+        return 0.0
+
     def _approx_slack_family(self):
         return PERMUTAHEDRON
 

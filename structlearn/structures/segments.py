@@ -219,6 +219,17 @@ class Segments(RaggedStructure):
         pos = pos[pos > 0]
         return self.lengths * max(top, 1e-12), float(pos.min()) if len(pos) else 1.0
 
+    def cost_gap(self):
+        """The smallest positive penalty where every penalty is a whole
+        multiple of it (every cost then is), else 0: two sums of unrelated
+        penalties can be closer than any one of them."""
+        pos = np.concatenate([self.precision, self.recall, self.mismatch.ravel()])
+        pos = pos[pos > 0]
+        if not len(pos):
+            return 1.0
+        q = pos / pos.min()
+        return float(pos.min()) if np.all(q == np.round(q)) else 0.0
+
     # ------------------------------------------------------------ oracles
     def second_best(self, theta, y):
         """The best segmentation other than ``y`` (a 2-best semi-Markov
