@@ -15,7 +15,9 @@ Workloads, one thread each:
   sentences, 30 iterations), predict 1,300 sentences (best of 3);
 * ``birkhoff-aslack``: LabelRanker(polytope='birkhoff',
   loss='hinge-approx-slack', solver='sgd', max_iter=10) on 2,000 synthetic
-  rankings of 8 labels (a noisy linear model of 20 features), predict them.
+  rankings of 8 labels (a noisy linear model of 20 features), predict them;
+* ``chain-aslack``: SequenceTagger(loss='hinge-approx-slack', solver='sgd',
+  max_iter=10) on the first 2,000 CoNLL-2000 train sentences, predict test.
 
 Usage (a checkout of an older commit with ``git worktree add /tmp/base REV``)::
 
@@ -54,6 +56,15 @@ def measure(mode):
                     max_iter=2).fit(X[:50], y[:50])
         est = LabelRanker(polytope="birkhoff", loss="hinge-approx-slack", solver="sgd",
                           max_iter=10, random_state=0)
+    elif mode == "chain-aslack":
+        from structlearn import SequenceTagger
+        X, y = conll2000_xy("train")
+        X, y = X[:2000], y[:2000]
+        Xt, _ = conll2000_xy("test")
+        SequenceTagger(loss="hinge-approx-slack", solver="sgd", max_iter=2,
+                       n_jobs=1).fit(X[:20], y[:20])
+        est = SequenceTagger(loss="hinge-approx-slack", solver="sgd", max_iter=10,
+                             random_state=0, n_jobs=1)
     elif mode == "parser":
         from structlearn import DependencyParser
         from structlearn.datasets import load_ewt
@@ -85,7 +96,8 @@ def measure(mode):
         est.predict(Xt)
         pred.append(time.perf_counter() - t)
     return {"mode": mode, "src": str(Path(structlearn.__file__).parents[1]),
-            "fit": round(fit, 3), "fit_cpu": round(fit_cpu, 3), "predict": round(min(pred), 3)}
+            "fit": round(fit, 3), "fit_cpu": round(fit_cpu, 3), "predict": round(min(pred), 3),
+            "n_iter": None if getattr(est, "n_iter_", None) is None else int(est.n_iter_)}
 
 
 def run(checkout, mode):
