@@ -17,7 +17,10 @@ Workloads, one thread each:
   loss='hinge-approx-slack', solver='sgd', max_iter=10) on 2,000 synthetic
   rankings of 8 labels (a noisy linear model of 20 features), predict them;
 * ``chain-aslack``: SequenceTagger(loss='hinge-approx-slack', solver='sgd',
-  max_iter=10) on the first 2,000 CoNLL-2000 train sentences, predict test.
+  max_iter=10) on the first 2,000 CoNLL-2000 train sentences, predict test;
+* ``parser-aslack``: DependencyParser(loss='hinge-approx-slack',
+  solver='sgd', max_iter=3) on the first 500 sentences of the bundled EWT
+  slice (the structures' generic search, batched), predict the test part.
 
 Usage (a checkout of an older commit with ``git worktree add /tmp/base REV``)::
 
@@ -65,6 +68,16 @@ def measure(mode):
                        n_jobs=1).fit(X[:20], y[:20])
         est = SequenceTagger(loss="hinge-approx-slack", solver="sgd", max_iter=10,
                              random_state=0, n_jobs=1)
+    elif mode == "parser-aslack":
+        from structlearn import DependencyParser
+        from structlearn.datasets import load_ewt
+        tr, te = load_ewt("train")[:500], load_ewt("test")
+        X, y = [s.tokens for s in tr], [s.heads for s in tr]
+        Xt = [s.tokens for s in te]
+        DependencyParser(loss="hinge-approx-slack", solver="sgd", max_iter=1,
+                         n_jobs=1).fit(X[:20], y[:20]).predict(Xt[:5])
+        est = DependencyParser(loss="hinge-approx-slack", solver="sgd", max_iter=3,
+                               random_state=0, n_jobs=1)
     elif mode == "parser":
         from structlearn import DependencyParser
         from structlearn.datasets import load_ewt
