@@ -188,8 +188,9 @@ class Hinge(Loss):
     ``max(s(y_i), H(lambda_l))`` from the first evaluation, which saves a
     MAP call and moves ``lambda_u`` up by at most ``epsilon / L_eps``; a
     row whose ``H(lambda_l) <= s(y_i) - 1`` has nothing violated and stops
-    there); the search minimises ``F`` (convex, Claim 3.2) exactly, not by
-    the golden section the paper suggests: ``H`` is piecewise linear and
+    there); the search finds the pieces of ``H`` at ``F``'s minimum (``F``
+    convex, Claim 3.2) instead of narrowing to a tolerance by the golden
+    section the paper suggests: ``H`` is piecewise linear and
     each oracle call returns one of its lines, so the search asks where the
     lines found at the bracket's ends cross, keeps the side ``F``'s
     subgradient points to, and ends when no new line is found there, or
@@ -226,9 +227,16 @@ class Hinge(Loss):
                 f"got {self.scaling!r}.")
         if self.scaling == "slack" and not structure.has_exact_slack:
             structure.slack_violator(None, None)  # raises IntractableError
-        if self.scaling == "approx-slack" and (
-                not isinstance(self.n_search, (int, np.integer)) or self.n_search < 2):
-            raise ValueError(f"n_search must be an integer >= 2, got {self.n_search!r}.")
+        if self.scaling == "approx-slack":
+            if (not isinstance(self.n_search, (int, np.integer))
+                    or isinstance(self.n_search, bool) or self.n_search < 2):
+                raise ValueError(f"n_search must be an integer >= 2, got {self.n_search!r}.")
+            if (not isinstance(self.epsilon, (int, float, np.integer, np.floating))
+                    or isinstance(self.epsilon, bool)
+                    or not 0.0 < float(self.epsilon) < np.inf):
+                raise ValueError(f"epsilon must be a positive finite number (the lower "
+                                 f"end of the search is epsilon / L_max), got "
+                                 f"{self.epsilon!r}.")
 
     def value_and_grad(self, theta, y, structure):
         if self.scaling == "approx-slack":

@@ -215,6 +215,19 @@ def test_intractable_losses_raise_clear_errors():
         get_loss("logistic")
 
 
+@pytest.mark.parametrize("kw, what", [
+    ({"n_search": 1}, "n_search"), ({"n_search": 2.0}, "n_search"),
+    ({"n_search": True}, "n_search"), ({"epsilon": 0.0}, "epsilon"),
+    ({"epsilon": -1e-3}, "epsilon"), ({"epsilon": np.nan}, "epsilon"),
+    ({"epsilon": np.inf}, "epsilon"), ({"epsilon": "1e-3"}, "epsilon"),
+    ({"epsilon": True}, "epsilon")])
+def test_approx_slack_rejects_bad_search_parameters(kw, what):
+    with pytest.raises(ValueError, match=what):
+        Hinge("approx-slack", **kw).check(UnitCube(3))
+    Hinge("approx-slack", n_search=2, epsilon=1).check(UnitCube(3))   # fine
+    Hinge("margin", **kw).check(UnitCube(3))   # not used by the other scalings
+
+
 def test_loss_objects_have_params_for_grid_search():
     loss = Projection(set="row-stochastic", geometry="kl")
     assert loss.get_params() == {"set": "row-stochastic", "geometry": "kl"}

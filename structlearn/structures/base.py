@@ -257,9 +257,10 @@ class Structure:
         """The approximate slack-scaling violator (Sarawagi & Gupta 2008,
         Sec. 3; the choices are in :class:`structlearn.losses.Hinge`): the
         encodings of the labelings with the largest slack hinge met by a
-        golden-section search over ``lambda`` with ``n_search`` evaluations
-        of the cost-augmented top-2 oracle, on ``[epsilon / L_max,
-        lambda_u]``; ``phi(y)`` where none is violated.
+        line search over ``lambda`` (``structlearn.kernels.slack_search``)
+        with at most ``n_search`` evaluations of the cost-augmented top-2
+        oracle after the ends of ``[epsilon / L_max, lambda_u]``;
+        ``phi(y)`` where none is violated.
 
         Fixed-size structures (``_approx_slack_family``) run the search
         in one Numba call over the batch
