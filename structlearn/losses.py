@@ -229,8 +229,9 @@ class Hinge(Loss):
             structure.slack_violator(None, None)  # raises IntractableError
         if self.scaling == "approx-slack":
             if (not isinstance(self.n_search, (int, np.integer))
-                    or isinstance(self.n_search, bool) or self.n_search < 2):
-                raise ValueError(f"n_search must be an integer >= 2, got {self.n_search!r}.")
+                    or isinstance(self.n_search, bool) or self.n_search < 1):
+                raise ValueError(f"n_search must be an integer >= 1 (the most oracle calls "
+                                 f"after the two ends of the search), got {self.n_search!r}.")
             if (not isinstance(self.epsilon, (int, float, np.integer, np.floating))
                     or isinstance(self.epsilon, bool)
                     or not 0.0 < float(self.epsilon) < np.inf):

@@ -49,8 +49,11 @@ construction, and so may others (on the permutahedron, every permutation
 that ranks the two swapped labels next to each other), and oracles break
 such ties differently (a warm-started sort, a fresh one); a little to the
 right the tie is broken towards the larger cost, by every oracle alike.  A
-piece of ``H`` narrower than that shift can be missed, as any line search
-misses pieces.  Every call but the last finds a new piece, so the search
+line above both end lines anywhere in the bracket is above them at their
+crossing (it is below them at the ends, they form a V), so a new piece of
+``H`` always contains the crossing; it is missed only when it ends less
+than the shift to the right of the crossing, however far it reaches to
+the left -- the price of a deterministic tie-break.  Every call but the last finds a new piece, so the search
 ends after at most
 the number of pieces inside the bracket; on CoNLL-2000 chains during an SGD
 fit it made 4.5 calls per sentence against golden section's 8.6 with skips
@@ -139,11 +142,14 @@ def hinge_bound(s_a, L_a, a, s_b, L_b, b, m, gap):
     """The largest slack hinge ``L (m + s)`` (``m = 1 - s(y_i)``) of any
     labeling below the two lines ``s + a L <= s_a + a L_a`` and ``s + b L <=
     s_b + b L_b`` (``a < b``) with a cost ``L`` in ``[L_a + gap, L_b -
-    gap]``; ``-inf`` where that interval is empty."""
+    gap]``; ``-inf`` where that interval is empty, ``inf`` where ``a <=
+    0``."""
     lo = L_a + gap
     hi = L_b - gap
     if lo > hi:
         return -np.inf
+    if a <= 0.0:
+        return np.inf   # lambda_l = 0 (epsilon = 0): no bound from line a
     Ha = s_a + a * L_a
     Hb = s_b + b * L_b
     # the lines cross at Lx: line a is the lower below it, line b above

@@ -208,7 +208,7 @@ class Structure:
         raise NotImplementedError
 
     def cost_gap(self):
-        """The smallest gap between distinct costs where :meth:`cost_bounds`
+        """The smallest gap between distinct costs where ``cost_bounds``
         knows it exactly (or a lower bound of it), else 0.  The
         approximate-slack search stops where no labeling it can still meet
         beats the best met, a bound that assumes no two distinct costs are
@@ -724,7 +724,8 @@ def _hinge_bound(s_a, L_a, a, s_b, L_b, b, m, gap):
     """``kernels.slack_search.hinge_bound`` over arrays (rows where ``a >=
     b`` give a meaningless value, to be masked): the largest ``L (m + s)``
     below the lines ``s + a L <= s_a + a L_a`` and ``s + b L <= s_b + b
-    L_b`` for ``L`` in ``[L_a + gap, L_b - gap]``, ``-inf`` where empty."""
+    L_b`` for ``L`` in ``[L_a + gap, L_b - gap]``, ``-inf`` where empty,
+    ``inf`` where ``a <= 0``."""
     lo = L_a + gap
     hi = L_b - gap
     Ha = s_a + a * L_a
@@ -733,7 +734,7 @@ def _hinge_bound(s_a, L_a, a, s_b, L_b, b, m, gap):
     L1 = np.minimum(np.maximum((m + Ha) / (2.0 * a), lo), Lx)
     L2 = np.minimum(np.maximum((m + Hb) / (2.0 * b), Lx), hi)
     out = np.maximum(L1 * (m + Ha - a * L1), L2 * (m + Hb - b * L2))
-    return np.where(lo > hi, -np.inf, out)
+    return np.where(lo > hi, -np.inf, np.where(a <= 0.0, np.inf, out))
 
 
 def _warn_capped(n_capped, max_iter):

@@ -139,6 +139,33 @@ def test_cost_is_affine_in_the_prediction_and_bounded(view):
         assert eps <= min(positive) + 1e-12
 
 
+def test_cost_gap_bounds_the_gap_between_distinct_costs(view):
+    # the approximate-slack search stops on a bound that assumes no two
+    # distinct costs (against one truth) are closer than cost_gap()
+    S = view.S
+    gap = S.cost_gap()
+    assert gap >= 0.0
+    for y in view.Y[:: max(1, len(view.Y) // 12)]:
+        costs = np.sort(np.array([view.cost(z, y) for z in view.Y]))
+        d = np.diff(costs)
+        d = d[d > 1e-12]
+        if len(d):
+            assert gap <= d.min() + 1e-12
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-5, 1e-7])
+def test_cost_gap_of_the_permutahedron_with_small_weights(scale):
+    # the enumerated gap of cost_bounds rounds costs to 12 decimals, which
+    # merges the distinct costs of small weights: cost_gap must not use it
+    from itertools import permutations
+    w = scale * np.array([3.5, 2.0, 1.5, -1.0])
+    S = Permutahedron(4, weights=w)
+    costs = np.sort([0.5 * np.sum((w[list(p)] - w) ** 2) for p in permutations(range(4))])
+    d = np.diff(costs)
+    assert S.cost_gap() <= d[d > 0].min()
+    assert Permutahedron(4).cost_gap() == 1.0
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_second_best_is_the_best_other_output(view, seed):
     th = view.theta(seed)

@@ -791,12 +791,12 @@ def test_chain_approx_slack_kernel_equals_the_generic_search(constrained):
         # the steps after the two ends matter on these instances
         short = ch.approx_slack_search(theta, y, 0, 1e-3)
         searched += int(np.any(short != ch.approx_slack_violator(theta, y, 12, 1e-3)))
-        # and the driver answered evaluations without the oracle
-        # (kernels.slack_search), so the equality covers them
+        # and most searches stopped well before the cap of 12 + 2 calls
+        # (kernels.slack_search), so the equality covers the stopping rules
         raw = np.ascontiguousarray(theta)
         _, calls = approx_slack_batch(raw, ch._theta(raw), ch._y(y), ch.part_off,
                                       ch.tok_off, K, 12, 1e-3)
-        skipped += calls < 14 * ch.n_samples(theta)
+        skipped += calls < 7 * ch.n_samples(theta)
     assert searched > 0
     assert skipped == 3
 
@@ -827,7 +827,7 @@ def test_fixed_size_approx_slack_kernel_equals_the_generic_search(name):
         Y = Y_all[rng.integers(0, len(Y_all), n)]
         theta = (scale * rng.normal(size=(n, st.n_parts))
                  + 2.0 * rng.random((n, 1)) * st.encode(Y))
-        for n_search, eps in ((12, 1e-3), (3, 1e-2), (1, 1e-3)):
+        for n_search, eps in ((12, 1e-3), (3, 1e-2), (1, 1e-3), (12, 0.0)):
             ref = st.approx_slack_search(theta, Y, n_search, eps)
             np.testing.assert_array_equal(st.approx_slack_violator(theta, Y, n_search, eps),
                                           ref)
@@ -838,9 +838,9 @@ def test_fixed_size_approx_slack_kernel_equals_the_generic_search(name):
         # the steps after the two ends matter on these instances
         short = st.approx_slack_search(theta, Y, 0, 1e-3)
         searched += int(np.any(short != st.approx_slack_violator(theta, Y, 12, 1e-3)))
-        # and the driver answered evaluations without the oracle
-        # (kernels.slack_search), so the equality above covers them
-        skipped += st._approx_slack_kernel(theta, Y, 12, 1e-3)[3] < 14 * n
+        # and most searches stopped well before the cap of 12 + 2 calls
+        # (kernels.slack_search), so the equality covers the stopping rules
+        skipped += st._approx_slack_kernel(theta, Y, 12, 1e-3)[3] < 7 * n
     if len(Y_all) > 2 and name != "knapsack-fixed":
         assert searched > 0
     if len(Y_all) > 1:
