@@ -35,7 +35,8 @@ The line search: breakpoints, not golden section.  The paper minimises the
 convex ``F`` (Claim 3.2) by "efficient line search algorithms such as Golden
 Search".  ``H`` is the maximum of the lines ``s(y) + lambda L(y)`` and each
 oracle call returns the line that is the maximum at the point asked, so the
-minimum is found exactly, not to a tolerance.  The bracket ``[a, b]`` keeps the
+pieces of ``H`` at the minimum are found, not narrowed down to a tolerance.
+The bracket ``[a, b]`` keeps the
 lines found at its ends; the next point is where they cross, ``c = (s_a -
 s_b) / (L_b - L_a)``.  If the labeling found at ``c`` lies on the two lines
 (``H(c)`` equals their value), ``H`` is their maximum on all of ``[a, b]``
@@ -53,13 +54,14 @@ line above both end lines anywhere in the bracket is above them at their
 crossing (it is below them at the ends, they form a V), so a new piece of
 ``H`` always contains the crossing; it is missed only when it ends less
 than the shift to the right of the crossing, however far it reaches to
-the left -- the price of a deterministic tie-break.  Every call but the last finds a new piece, so the search
-ends after at most
-the number of pieces inside the bracket; on CoNLL-2000 chains during an SGD
-fit it made 4.5 calls per sentence against golden section's 8.6 with skips
-(14 without), and the losses met summed to within 0.1 % of golden
-section's (both 0.3-0.4 % below the exact slack loss); ``n_search`` caps the
-calls after the two ends.
+the left -- the price of a deterministic tie-break.  Every call but the
+last finds a new piece, so the search ends after at most the number of
+pieces inside the bracket; on CoNLL-2000 chains during an SGD fit it made
+4.5 calls per sentence against golden section's 8.6 with skips (14
+without), and the losses met summed to within 0.1 % of golden section's
+(both 0.3-0.4 % below the exact slack loss;
+``benchmarks/micro/bench_aslack_quality.py``); ``n_search`` caps the calls
+after the two ends.
 
 Stopping when nothing better can be met.  Every labeling lies below both end
 lines: ``s(y) <= H(a) - a L(y)`` and ``s(y) <= H(b) - b L(y)``, so its slack
