@@ -94,7 +94,7 @@ Late in training most rows are such.
 import numpy as np
 from numba import njit
 
-__all__ = ["SEARCH_STATE", "hinge_bound", "search_best", "search_calls", "search_init",
+__all__ = ["SEARCH_STATE", "hinge_bound", "hinge_bound_rows", "search_best", "search_calls", "search_init",
            "search_next", "search_tell"]
 
 #: relative tolerance of "the labeling at the crossing lies on the end lines"
@@ -160,6 +160,19 @@ def hinge_bound(s_a, L_a, a, s_b, L_b, b, m, gap):
     L1 = min(max((m + Ha) / (2.0 * a), lo), Lx)
     L2 = min(max((m + Hb) / (2.0 * b), Lx), hi)
     return max(L1 * (m + Ha - a * L1), L2 * (m + Hb - b * L2))
+
+
+@njit(cache=True, nogil=True)
+def hinge_bound_rows(s_a, L_a, a, s_b, L_b, b, m, gap, rows):
+    """:func:`hinge_bound` of every row where ``rows`` is True (float64
+    arrays; ``gap`` one number), ``-inf`` elsewhere: the stopping test of
+    the batched reference search
+    (:meth:`structlearn.structures.base.Structure.approx_slack_search`)."""
+    out = np.full(a.shape[0], -np.inf)
+    for i in range(a.shape[0]):
+        if rows[i]:
+            out[i] = hinge_bound(s_a[i], L_a[i], a[i], s_b[i], L_b[i], b[i], m[i], gap)
+    return out
 
 
 @njit(cache=True, nogil=True, inline="always")

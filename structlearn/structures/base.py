@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from ..kernels.approx_slack import approx_slack_batch
-from ..kernels.slack_search import LINE_RTOL, SHIFT
+from ..kernels.slack_search import LINE_RTOL, SHIFT, hinge_bound_rows
 from ..kernels.sparsemap import (
     SUPPORT_CODE_DTYPE,
     VARIANTS,
@@ -361,9 +361,10 @@ class Structure:
         for _ in range(n_search):
             with np.errstate(divide="ignore", invalid="ignore"):
                 cross = (s_a - s_b) / (L_b - L_a)
-                active &= (L_b != L_a) & (a < cross) & (cross < b)
-                # stop where nothing left to meet can beat the best met
-                active &= _hinge_bound(s_a, L_a, a, s_b, L_b, b, m, gap) > best_g
+            active &= (L_b != L_a) & (a < cross) & (cross < b)
+            # stop where nothing left to meet can beat the best met
+            active &= hinge_bound_rows(s_a, L_a, a, s_b, L_b, b, m, float(gap),
+                                       active) > best_g
             if not active.any():
                 break
             lam = np.where(active, cross + SHIFT * (b - cross), lam_l)
@@ -718,23 +719,6 @@ class RaggedStructure(Structure):
 
     def marginals(self, theta):
         return self.marginals_and_log_partition(theta)[0]
-
-
-def _hinge_bound(s_a, L_a, a, s_b, L_b, b, m, gap):
-    """``kernels.slack_search.hinge_bound`` over arrays (rows where ``a >=
-    b`` give a meaningless value, to be masked): the largest ``L (m + s)``
-    below the lines ``s + a L <= s_a + a L_a`` and ``s + b L <= s_b + b
-    L_b`` for ``L`` in ``[L_a + gap, L_b - gap]``, ``-inf`` where empty,
-    ``inf`` where ``a <= 0``."""
-    lo = L_a + gap
-    hi = L_b - gap
-    Ha = s_a + a * L_a
-    Hb = s_b + b * L_b
-    Lx = np.minimum(np.maximum((Hb - Ha) / (b - a), lo), hi)
-    L1 = np.minimum(np.maximum((m + Ha) / (2.0 * a), lo), Lx)
-    L2 = np.minimum(np.maximum((m + Hb) / (2.0 * b), Lx), hi)
-    out = np.maximum(L1 * (m + Ha - a * L1), L2 * (m + Hb - b * L2))
-    return np.where(lo > hi, -np.inf, np.where(a <= 0.0, np.inf, out))
 
 
 def _warn_capped(n_capped, max_iter):

@@ -215,16 +215,18 @@ class Segments(RaggedStructure):
         penalty."""
         top = max(float(self.precision.max()) + float(self.recall.max()),
                   float(self.mismatch.max()))
-        pos = np.concatenate([self.precision, self.recall, self.mismatch.ravel()])
-        pos = pos[pos > 0]
+        pos = self._positive_penalties()
         return self.lengths * max(top, 1e-12), float(pos.min()) if len(pos) else 1.0
+
+    def _positive_penalties(self):
+        pos = np.concatenate([self.precision, self.recall, self.mismatch.ravel()])
+        return pos[pos > 0]
 
     def cost_gap(self):
         """The smallest positive penalty where every penalty is a whole
         multiple of it (every cost then is), else 0: two sums of unrelated
         penalties can be closer than any one of them."""
-        pos = np.concatenate([self.precision, self.recall, self.mismatch.ravel()])
-        pos = pos[pos > 0]
+        pos = self._positive_penalties()
         if not len(pos):
             return 1.0
         q = pos / pos.min()

@@ -165,3 +165,20 @@ def test_n_search_caps_the_calls_after_the_two_ends():
             met, _, _, _ = _run(ss.search_next, ss.search_tell, s, L, 0.0, 1e-3 / 30, 30.0,
                                 1.0, 1.0, n_search)
             assert len(met) <= n_search + 2
+
+
+def test_hinge_bound_rows_is_hinge_bound_on_the_rows_asked_for():
+    # the batched reference search's stopping test
+    rng = np.random.default_rng(4)
+    n = 50
+    a = rng.uniform(0.01, 1.0, n)
+    b = a + rng.uniform(0.01, 1.0, n)
+    L_a = rng.integers(0, 5, n).astype(float)
+    L_b = L_a + rng.integers(0, 6, n)
+    s_a, s_b, m = rng.normal(size=(3, n))
+    rows = rng.random(n) < 0.7
+    got = ss.hinge_bound_rows(s_a, L_a, a, s_b, L_b, b, m, 1.0, rows)
+    want = [ss.hinge_bound(s_a[i], L_a[i], a[i], s_b[i], L_b[i], b[i], m[i], 1.0)
+            if rows[i] else -np.inf for i in range(n)]
+    np.testing.assert_array_equal(got, want)
+    assert np.isfinite(got[rows]).any()
