@@ -97,11 +97,15 @@ def models(n_train, n_jobs):
         "crfsuite lbfgs": ("crfsuite", crfsuite(algorithm="lbfgs", c2=1.0)),
         "crf": ("structlearn", ours("crf")),
         "crf 1 thread": ("structlearn", ours("crf", n_jobs=1)),
-        # CRFsuite's model: no per-tag bias (the templates have no bias
-        # feature); the unpenalised bias costs L-BFGS ~20% more evaluations
+        # the default model is CRFsuite's (no per-tag bias, redundant with
+        # the transitions); an unpenalised bias costs L-BFGS ~25% more
+        # evaluations (the default before fit_intercept='auto')
         "crf no intercept": ("structlearn", ours("crf", fit_intercept=False)),
         "crf no intercept 1 thread": ("structlearn", ours("crf", fit_intercept=False,
                                                           n_jobs=1)),
+        "crf with intercept": ("structlearn", ours("crf", fit_intercept=True)),
+        "crf with intercept 1 thread": ("structlearn", ours("crf", fit_intercept=True,
+                                                            n_jobs=1)),
         "crfsuite ap": ("crfsuite", crfsuite(algorithm="ap", max_iterations=EPOCHS)),
         "perceptron": ("structlearn", ours("perceptron", max_iter=EPOCHS)),
         "hinge": ("structlearn", ours("hinge", max_iter=EPOCHS)),
@@ -373,7 +377,8 @@ def write_report(args, rows, stem):
          paired(m, "crfsuite lbfgs"), ratio(m, "crfsuite lbfgs", "fit_cpu_s"),
          ratio(m, "crfsuite lbfgs", "predict_s"),
          ratio(m, "crfsuite lbfgs", "peak_growth_mb")]
-        for m in ("crf", "crf 1 thread", "crf no intercept", "crf no intercept 1 thread")
+        for m in ("crf", "crf 1 thread", "crf no intercept", "crf no intercept 1 thread",
+                  "crf with intercept", "crf with intercept 1 thread")
         if m in by] + [
         ["perceptron / crfsuite ap", ratio("perceptron", "crfsuite ap", "fit_s"),
          paired("perceptron", "crfsuite ap"), ratio("perceptron", "crfsuite ap", "fit_cpu_s"),

@@ -135,3 +135,14 @@ def test_ctrl_c_during_a_parser_fit_is_a_keyboard_interrupt(n_jobs, monkeypatch)
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         signal.signal(signal.SIGINT, old)
     np.testing.assert_array_equal(est.coef_, coef)
+
+
+@pytest.mark.parametrize("make", [LabelRanker, OrdinalRegressor, MultiLabelClassifier])
+@pytest.mark.parametrize("bad", ["auto", "yes", 1, None])
+def test_fit_intercept_must_be_a_bool(make, bad):
+    # numpy's bool passes; anything else is named, not read as its truth value
+    task = {LabelRanker: "ranker", OrdinalRegressor: "ordinal"}.get(make, "multilabel")
+    X, y = _vector(task)
+    make(fit_intercept=np.bool_(False), max_iter=3).fit(X, y)
+    with pytest.raises(ValueError, match="fit_intercept must be True or False, got"):
+        make(fit_intercept=bad, max_iter=3).fit(X, y)

@@ -210,7 +210,7 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
                                             enc.n_cols, K, tokens)
         sup_label = narrow_ints(sup_label, K)
         fmap = SegmentFeatureMap(checked_tokens(enc, sup_ptr), kept_off, K, Mk, sup_ptr,
-                                 sup_label, self.fit_intercept)
+                                 sup_label, self._intercept())
 
         def problem_with(lossobj):
             return RaggedProblem(fmap, codes, lossobj,

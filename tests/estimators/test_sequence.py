@@ -441,6 +441,55 @@ def test_transitions_must_be_a_bool_and_a_failed_fit_leaves_the_model():
     np.testing.assert_array_equal(est.transition_, before)
 
 
+@pytest.mark.parametrize("loss", ["crf", "hinge", "perceptron"])
+def test_intercept_auto_is_a_per_tag_bias_only_without_transitions(loss):
+    X, y = _token_task()
+    kw = dict(loss=loss, alpha=1e-2, max_iter=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        auto = SequenceTagger(**kw).fit(X, y)
+        with_bias = SequenceTagger(fit_intercept=True, **kw).fit(X, y)
+        alone = SequenceTagger(transitions=False, **kw).fit(X, y)
+    assert auto.get_params()["fit_intercept"] == "auto"
+    assert np.all(auto.intercept_ == 0.0)
+    assert np.any(with_bias.intercept_ != 0.0) and np.any(alone.intercept_ != 0.0)
+    if loss == "crf":   # every weight penalised: L-BFGS certifies its point
+        assert auto.duality_gap_ is not None and with_bias.duality_gap_ is None
+
+
+def test_a_per_tag_bias_is_redundant_with_the_transitions():
+    # What fit_intercept='auto' rests on: a tag's bias moved into its column
+    # of transition weights and its start weight changes no sequence's
+    # score (every tag sequence of every input, enumerated).
+    X, y = _token_task(2, n=12)
+    est = SequenceTagger(alpha=1e-2, fit_intercept=True).fit(X, y)
+    b = est.intercept_
+    assert np.any(b != 0.0)
+    K = len(est.classes_)
+    for U in est.decision_function(X):
+        U0 = U - b  # the token scores without the bias
+        for tags in itertools.product(range(K), repeat=len(U)):
+            t = np.array(tags)
+
+            def score(U, trans, start):
+                return (U[np.arange(len(t)), t].sum() + start[t[0]] + est.end_[t[-1]]
+                        + trans[t[:-1], t[1:]].sum())
+
+            folded = score(U0, est.transition_ + b[None, :], est.start_ + b)
+            assert np.isclose(score(U, est.transition_, est.start_), folded,
+                              rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None, 0.0])
+def test_fit_intercept_must_be_a_bool_or_auto_and_a_failed_fit_leaves_the_model(bad):
+    X, y = _token_task()
+    est = SequenceTagger(alpha=1e-2).fit(X, y)
+    before = est.transition_.copy()
+    with pytest.raises(ValueError, match="fit_intercept must be True or False, or 'auto'"):
+        est.set_params(fit_intercept=bad).fit(X, y)
+    np.testing.assert_array_equal(est.transition_, before)
+
+
 def test_warm_start_from_a_model_with_transitions_drops_them():
     X, y = _token_task()
     est = SequenceTagger(loss="hinge", solver="bcfw", alpha=1e-2, warm_start=True,
