@@ -66,10 +66,12 @@ class Loss(BaseEstimator):
       report that distribution's probabilities.  A subclass that changes
       ``value_and_grad`` sets it to False.
 
-    and two methods of the structure class: :meth:`mean_set` (where the
-    prediction map lands: a distribution's marginals or not) and
+    and three methods of the structure class: :meth:`mean_set` (where the
+    prediction map lands: a distribution's marginals or not),
     :meth:`uses_active_set` (whether training runs the SparseMAP active set
-    on every example).  Estimators ask these questions, never a loss's type.
+    on every example) and :meth:`output_scores_only` (whether the loss sees
+    the scores only through the outputs' scores).  Estimators ask these
+    questions, never a loss's type.
     """
 
     smooth = False
@@ -99,6 +101,18 @@ class Loss(BaseEstimator):
         """Whether training evaluates the SparseMAP active set on every
         example (so that warm-started supports pay off)."""
         return False
+
+    def output_scores_only(self, structure_cls):
+        """Whether the loss depends on the scores ``theta`` only through the
+        outputs' scores ``<theta, phi(y)>``, so that a change of ``theta``
+        that leaves the score of every output unchanged (e.g. a chain's
+        per-tag bias moved into its transition weights) leaves the loss
+        unchanged: a maximum over the outputs (the piecewise-affine losses)
+        or a prediction map onto the marginal polytope (a maximum over
+        mixtures of outputs: the CRF, SparseMAP, the projections onto it);
+        not a loss that scores parts on their own (squared, a projection
+        onto the cube)."""
+        return self.piecewise_affine or self.mean_set(structure_cls) == "marginal"
 
     def local_analogue(self):
         """The name of the loss that scores each part of an output on its

@@ -12,6 +12,10 @@ CRFsuite's stopping rule), and reports span F1 (CoNLL-2000) or token
 accuracy, the training objective (each model's own: the penalties differ),
 iterations and fit CPU seconds.
 
+``--estimator segment``: the semi-Markov ``SegmentTagger`` instead (its
+per-label bias is redundant with its length and transition weights), on
+CoNLL-2000; ``--n-train``: the first sentences only.
+
 ``--task defaults``: instead, the nine sequence sets of ``bench_defaults.py
 --task tagging`` (UD UPOS, the small treebanks trained on dev, CoNLL-2000
 chunks, CoNLL-2002 NER) at the default ``alpha = 1e-4``, as a new user fits
@@ -23,6 +27,8 @@ Usage::
         --losses crf,perceptron,hinge,hinge-approx-slack,poslearn
     python benchmarks/micro/bench_tagger_intercept.py --task ewt --losses crf,perceptron
     python benchmarks/micro/bench_tagger_intercept.py --task defaults --losses crf
+    python benchmarks/micro/bench_tagger_intercept.py --estimator segment --losses crf \\
+        --n-train 1000
 """
 
 import sys
@@ -37,7 +43,7 @@ import argparse  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
-from structlearn import SequenceTagger  # noqa: E402
+from structlearn import SegmentTagger, SequenceTagger  # noqa: E402
 from structlearn.metrics import chunk_f1, token_accuracy  # noqa: E402
 
 EPOCHS = 10
@@ -48,14 +54,23 @@ def main():
                                  parents=[common_parser("out", "no_write", "data")])
     ap.add_argument("--task", choices=["conll2000", "ewt", "defaults"], default="conll2000")
     ap.add_argument("--losses", default="crf,perceptron,hinge,hinge-approx-slack,poslearn")
+    ap.add_argument("--estimator", choices=["sequence", "segment"], default="sequence")
+    ap.add_argument("--n-train", type=int, default=None)
     args = parse_args(ap)
+    if args.estimator == "segment" and args.task != "conll2000":
+        raise SystemExit("--estimator segment runs on --task conll2000 only")
+    Est = SegmentTagger if args.estimator == "segment" else SequenceTagger
     rows = []
     for name, (Xtr, ytr, Xte, yte), alpha, metric in _data(args.task):
+        if args.n_train:
+            Xtr, ytr = Xtr[:args.n_train], ytr[:args.n_train]
+            alpha = 2.0 / len(Xtr) if args.task != "defaults" else alpha
+            name = f"{name} (first {len(Xtr)})"
         for loss in args.losses.split(","):
             for fit_intercept in (True, False):
                 kw = {} if loss == "crf" else {"max_iter": EPOCHS}
-                est = SequenceTagger(loss=loss, alpha=alpha, fit_intercept=fit_intercept,
-                                     random_state=0, n_jobs=1, **kw)
+                est = Est(loss=loss, alpha=alpha, fit_intercept=fit_intercept,
+                          random_state=0, n_jobs=1, **kw)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")   # SGD's epoch budget
                     t = time.process_time()
@@ -70,13 +85,18 @@ def main():
                 rows.append(row)
     table = md_table(["data", "loss", "per-tag bias", "span F1", "token acc.", "objective",
                       "iterations", "fit CPU (s)"], rows)
-    text = (f"# Sequence tagger with and without the per-tag bias: {args.task}\n\n"
-            f"Command: `python benchmarks/micro/bench_tagger_intercept.py --task "
-            f"{args.task} --losses {args.losses}`\n\nMachine: "
+    cmd = (f"python benchmarks/micro/bench_tagger_intercept.py --task {args.task} "
+           f"--losses {args.losses}"
+           + (f" --estimator {args.estimator}" if args.estimator != "sequence" else "")
+           + (f" --n-train {args.n_train}" if args.n_train else ""))
+    text = (f"# {Est.__name__} with and without the per-tag bias: {args.task}\n\n"
+            f"Command: `{cmd}`\n\nMachine: "
             + ", ".join(f"{k} {v}" for k, v in machine_info().items())
             + f"\n\n{table}\n")
     print(text)
-    stem = out_stem(args, f"tagger_intercept_{args.task}")
+    stem = out_stem(args, f"tagger_intercept_{args.task}"
+                    + ("_segment" if args.estimator == "segment" else "")
+                    + (f"_n{args.n_train}" if args.n_train else ""))
     if stem:
         print("wrote", write_text(stem, text))
 

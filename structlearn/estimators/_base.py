@@ -272,15 +272,16 @@ class StructuredLinearModel(BaseEstimator):
         return False
 
     #: An estimator whose ``fit_intercept`` accepts 'auto' defines
-    #: ``_auto_intercept(self)``, what 'auto' means for it.
+    #: ``_auto_intercept(self, loss)``, what 'auto' means for it with ``loss``.
     _auto_intercept = None
 
-    def _intercept(self):
-        """Whether the model has an intercept: ``fit_intercept``, checked
-        (and 'auto' resolved, where the estimator accepts it)."""
+    def _intercept(self, loss):
+        """Whether the model trained with ``loss`` has an intercept:
+        ``fit_intercept``, checked (and 'auto' resolved, where the estimator
+        accepts it)."""
         fi = self.fit_intercept
         if self._auto_intercept is not None and isinstance(fi, str) and fi == "auto":
-            return self._auto_intercept()
+            return self._auto_intercept(loss)
         if not isinstance(fi, (bool, np.bool_)):
             also = "" if self._auto_intercept is None else ", or 'auto'"
             raise ValueError(f"fit_intercept must be True or False{also}, got {fi!r}.")
@@ -288,7 +289,7 @@ class StructuredLinearModel(BaseEstimator):
 
     def _check_params(self, loss):
         self._check_alpha()
-        self._intercept()
+        self._intercept(loss)
         if self.solver not in SOLVERS:
             raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}.")
         if self.decoding not in DECODINGS:
@@ -368,7 +369,7 @@ class StructuredLinearModel(BaseEstimator):
         q = p if tie is None else tie.shape[1]
         warm = (self.warm_start and hasattr(self, "coef_")
                 and self.coef_.shape == (q, d) and self.intercept_.shape == (p,))
-        problem = LinearProblem(X, y_int, structure, loss, q, self._intercept(),
+        problem = LinearProblem(X, y_int, structure, loss, q, self._intercept(loss),
                                 tie=tie, n_jobs=self.n_jobs, sample_weight=sw)
         if warm:
             z0 = problem.pack(self.coef_, self.intercept_)
@@ -380,7 +381,7 @@ class StructuredLinearModel(BaseEstimator):
         W, b = problem.unpack(z)
         validate_data(self, X_given, reset=True, skip_check_array=True)
         self.coef_ = W.copy()
-        self.intercept_ = b.copy() if self._intercept() else np.zeros(p)
+        self.intercept_ = b.copy() if self._intercept(loss) else np.zeros(p)
         self.weight_tying_ = tie
         self.structure_ = structure
         for key, value in extra.items():
@@ -423,7 +424,7 @@ class StructuredLinearModel(BaseEstimator):
         loss.check(structure)
         tie = self._weight_tying(structure)
         q = structure.n_parts if tie is None else tie.shape[1]
-        problem = LinearProblem(X, y_int, structure, loss, q, self._intercept(),
+        problem = LinearProblem(X, y_int, structure, loss, q, self._intercept(loss),
                                 tie=tie, n_jobs=self.n_jobs)
         d = X.shape[1]
         param_column = np.concatenate([np.tile(np.arange(d), q),

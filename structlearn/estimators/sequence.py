@@ -176,16 +176,19 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
     fit_intercept : bool or 'auto', default='auto'
         A per-tag bias (unpenalised, except by ``solver='bcfw'`` and
         ``'cutting-plane'``, which penalise every weight).  'auto': a bias
-        only when ``transitions=False``.  With transitions the bias adds
-        nothing to the model: a tag's bias can move into its column of
-        transition weights and its start weight without changing the score
-        of any sequence, so it changes only the penalty (the bias is free,
-        those weights are penalised).  Without it every solver optimises the
-        same objective, L-BFGS certifies its point by a duality gap, the
-        model is CRFsuite's, the CRF's L-BFGS takes 7-26 % fewer iterations
-        (scores within 0.1 point of the bias's on eight of nine tagging
-        sets, 0.16 F1 lower on Dutch NER) and SGD reaches lower objectives
-        in the same epochs (docs/benchmarks.rst).
+        only when ``transitions=False`` or with a loss that scores parts on
+        their own ('squared', a projection onto the cube).  Otherwise the
+        bias adds nothing to the model: a tag's bias can move into its
+        column of transition weights and its start weight without changing
+        the score of any sequence, and those losses see only the sequences'
+        scores (``Loss.output_scores_only``), so it changes only the
+        penalty (the bias is free, those weights are penalised).  Without it
+        every solver optimises the same objective, L-BFGS certifies its
+        point by a duality gap, the model is CRFsuite's, the CRF's L-BFGS
+        takes 6-26 % fewer iterations (scores within 0.1 point of the
+        bias's on eight of nine tagging sets, 0.16 F1 lower on Dutch NER)
+        and SGD reaches lower objectives in the same epochs
+        (docs/benchmarks.rst).
         (It was True in earlier development versions.)
     solver : {'auto', 'lbfgs', 'sgd', 'bcfw', 'cutting-plane', 'owlqn'}, default='auto'
         'auto': OWL-QN when ``l1_ratio > 0``
@@ -277,7 +280,8 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         Number of non-zero weights (token features, transitions, start /
         end, bias) at the end of the fit.
         ``duality_gap_``: the relative duality gap at the stop, for
-        ``solver='bcfw'``, and for ``'lbfgs'`` with ``fit_intercept=False``
+        ``solver='bcfw'``, and for ``'lbfgs'`` without a per-tag bias
+        (``fit_intercept=False``, or 'auto' with transitions)
         (the unpenalised per-tag bias leaves L-BFGS's point without a
         feasible dual point); None otherwise.
 
@@ -363,7 +367,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         K = len(classes)
         def problem_with(lossobj):
             return chain_problem(tokens, kept_off, y_int, K, sup_ptr, sup_label, lossobj,
-                                 self._intercept(), self.n_jobs, self.transitions,
+                                 self._intercept(loss), self.n_jobs, self.transitions,
                                  allowed, sets, sample_weight=sw)
 
         problem = problem_with(loss)
@@ -377,7 +381,8 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
                     f"gap assumes fixed targets); y has unknown or set-valued labels. "
                     f"Use solver='lbfgs' (smooth losses), 'sgd' or 'auto'.")
             solver = choose_solver("auto", loss, self.alpha)
-        z0 = self._initial_point(problem, loss, Chain, self._z if warm else None,
+        z0 = self._initial_point(problem, loss, Chain,
+                                 self._warm_weights(problem.fmap) if warm else None,
                                  problem_with, solver)
         z0[problem.fmap.frozen] = 0.0  # a warm start from a model with transitions
         if self.verbose:
@@ -399,6 +404,24 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         self._record_fit(loss, solver, n_iter, obj, t_start)
         return self
 
+    def _warm_weights(self, fmap):
+        """The fitted weights in the layout of ``fmap`` (a warm start): a
+        per-tag bias that the new model lacks moved into the transition and
+        start weights (every sequence keeps its score), one that it adds
+        started at 0.  Weights of another support are returned as they are
+        (the solver then starts cold)."""
+        z, K, S = self._z, fmap.K, fmap.n_support
+        base = S + K * K + 2 * K
+        if len(z) not in (base, base + K) or (len(z) == base + K) == fmap.fit_intercept:
+            return z
+        if fmap.fit_intercept:
+            return np.concatenate([z, np.zeros(K)])
+        b = z[base:]
+        z = z[:base].copy()
+        z[S:S + K * K] += np.tile(b, K)          # trans[a, k] += b[k] (row-major)
+        z[S + K * K:S + K * K + K] += b          # start[k] += b[k]
+        return z
+
     def _transitions(self):
         """``transitions``, checked."""
         if not isinstance(self.transitions, (bool, np.bool_)):
@@ -406,10 +429,11 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
                             f"{self.transitions!r}.")
         return bool(self.transitions)
 
-    def _auto_intercept(self):
+    def _auto_intercept(self, loss):
         """``fit_intercept='auto'``: a per-tag bias only without transitions
-        (with them it is redundant, see the parameter's description)."""
-        return not self._transitions()
+        or for a loss that scores parts on their own (otherwise it is
+        redundant, see the parameter's description)."""
+        return not self._transitions() or not loss.output_scores_only(Chain)
 
     def _check_inputs(self, X, y):
         """The checks of the parameters and of (X, y) that need no pass over
@@ -545,7 +569,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         (vec, tokens, kept_off, y_int, classes, sup_ptr, sup_label, d, sets,
          allowed, _) = self._prepare(X, y, loss, warm=False)
         problem = chain_problem(tokens, kept_off, y_int, len(classes), sup_ptr, sup_label,
-                                loss, self._intercept(), self.n_jobs, self.transitions,
+                                loss, self._intercept(loss), self.n_jobs, self.transitions,
                                 allowed, sets)
         param_column = np.concatenate([np.repeat(np.arange(d), np.diff(sup_ptr)),
                                        np.full(problem.n_params - problem.fmap.n_support, -1)])
@@ -584,7 +608,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         y_int, sets, classes, keep, kept_off, allowed = self._label_codes(y, tok_off, loss)
         K = len(classes)
         problem = StreamedChainProblem([X[i] for i in keep], y_int, kept_off, K, loss, sets,
-                                       allowed, self._intercept(), self.transitions,
+                                       allowed, self._intercept(loss), self.transitions,
                                        self.feature_support == "observed")
         try:
             problem.count()

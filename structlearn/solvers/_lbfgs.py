@@ -137,6 +137,11 @@ def _wolfe_search(fun, z, f0, g0, d, step, c1=1e-4, c2=0.9, max_evals=20):
     return a, f, g, max_evals
 
 
+#: The relative duality gap above which a stop on a failed line search
+#: warns (the dual solver's default certificate, 1e-3).
+STALL_GAP = 1e-3
+
+
 def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, period=None,
           return_gap=False):
     """L-BFGS on the regularised objective (smooth losses).
@@ -169,6 +174,9 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
     gap ``||grad P||^2 / (2 alpha P)`` at the returned point is returned too
     (None when some coordinates are not penalised: the dual point is then
     not feasible, or when ``alpha`` is 0).  It is printed with ``verbose``.
+    A run whose line search finds no decrease stops there; where the gap is
+    known and above ``STALL_GAP`` = 1e-3 (BCFW's default ``tol``) it also warns
+    (``ConvergenceWarning``): the stop is then a stall, not the optimum.
 
     Returns
     -------
@@ -197,7 +205,7 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
     trace = [f]
     ftol = tol * 1e-3
     message = "maximum number of iterations reached"
-    converged = False
+    converged = stalled = False
     it = 0
     if not np.isfinite(f):
         raise ValueError(f"the objective is not finite at the initial point ({f}).")
@@ -215,7 +223,7 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
         a, f_new, g_new, _ = _wolfe_search(fun, z, f, g, d, step)
         if a == 0.0:
             message = "the line search found no decrease"
-            converged = True
+            converged = stalled = True
             it -= 1
             break
         s = a * d
@@ -243,6 +251,13 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
     if not converged:
         warnings.warn(f"L-BFGS did not converge in max_iter={max_iter} iterations; "
                       f"increase max_iter or tol.", ConvergenceWarning)
+    elif stalled and certify and rel_gap(f, g) > STALL_GAP:
+        warnings.warn(f"L-BFGS stopped after {it} iterations because its line search "
+                      f"found no decrease, at a relative duality gap of "
+                      f"{rel_gap(f, g):.3g}: the point is not near the optimum (a loss "
+                      f"not differentiable there, e.g. SparseMAP's in the transition "
+                      f"weights, can stall it); solver='bcfw' certifies such losses.",
+                      ConvergenceWarning)
     if return_gap:
         return z, int(it), float(f), rel_gap(f, g)
     return z, int(it), float(f)

@@ -164,6 +164,53 @@ def test_segment_cost_penalties_reach_the_structure_and_are_checked():
             SegmentTagger(max_iter=2, **kw).fit(X, y)
 
 
+def test_fit_intercept_auto_leaves_the_per_label_bias_out():
+    X, y = segment_data(40, seed=3)
+    auto = fit(SegmentTagger(alpha=1e-2), X, y)
+    bias = fit(SegmentTagger(alpha=1e-2, fit_intercept=True), X, y)
+    assert auto.get_params()["fit_intercept"] == "auto"
+    assert len(bias._z) == len(auto._z) + len(auto.classes_)
+    # every weight penalised: the CRF's L-BFGS certifies its point
+    assert auto.duality_gap_ is not None and bias.duality_gap_ is None
+    # a loss that scores parts on their own keeps it
+    squared = fit(SegmentTagger(loss="squared", alpha=1e-2, max_iter=5), X, y)
+    assert len(squared._z) == len(bias._z)
+    before = auto._z.copy()
+    with pytest.raises(ValueError, match="fit_intercept must be True or False, or 'auto'"):
+        auto.set_params(fit_intercept="yes").fit(X, y)
+    np.testing.assert_array_equal(auto._z, before)
+
+
+@pytest.mark.parametrize("into", ["lengths", "transitions"])
+def test_a_per_label_bias_is_redundant(into):
+    # What fit_intercept='auto' rests on: a label's segment bias moved into
+    # its length weights, or into its column of transition weights and its
+    # start weight, changes no segmentation's score -- so the CRF's
+    # marginals stay the same.
+    import copy
+    from types import SimpleNamespace
+
+    from structlearn.feature_maps import SegmentFeatureMap
+
+    X, y = segment_data(40, seed=3)
+    est = fit(SegmentTagger(alpha=1e-2, fit_intercept=True), X, y)
+    layout = SimpleNamespace(n_support=int(est._sup_ptr[-1]), K=len(est.classes_),
+                             M=est.max_length_, fit_intercept=True)
+    w_in, w_first, w_last, W_len, trans, start, end, b = SegmentFeatureMap.unpack(
+        layout, est._z)
+    assert np.any(b != 0.0)
+    if into == "lengths":
+        W_len = W_len + b
+    else:
+        trans, start = trans + b[None, :], start + b
+    folded = copy.deepcopy(est)
+    folded._z = np.concatenate([w_in, w_first, w_last, W_len.ravel(), trans.ravel(), start,
+                                end])
+    for m0, m1 in zip(est.predict_marginals(X), folded.predict_marginals(X)):
+        np.testing.assert_allclose(m1, m0, rtol=1e-9, atol=1e-12)
+    assert folded.predict(X) == est.predict(X)
+
+
 @pytest.mark.parametrize("loss", ["crf", "hinge", "sparsemap"])
 def test_predict_marginals_cover_every_token_once(loss):
     X, y = segment_data(40, seed=3)

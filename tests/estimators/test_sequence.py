@@ -3,6 +3,7 @@
 import itertools
 import pickle
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -457,27 +458,61 @@ def test_intercept_auto_is_a_per_tag_bias_only_without_transitions(loss):
         assert auto.duality_gap_ is not None and with_bias.duality_gap_ is None
 
 
-def test_a_per_tag_bias_is_redundant_with_the_transitions():
+@pytest.mark.parametrize("loss", ["crf", "hinge", "hinge-slack", "poslearn", "perceptron",
+                                  "sparsemap", "m-sparsemap", "projection", "squared",
+                                  Projection(set="cube"),
+                                  Projection(set="cube", geometry="kl")])
+def test_a_per_tag_bias_is_redundant_for_the_losses_of_sequence_scores(loss):
     # What fit_intercept='auto' rests on: a tag's bias moved into its column
     # of transition weights and its start weight changes no sequence's
-    # score (every tag sequence of every input, enumerated).
+    # score, so the training losses that see only the sequences' scores
+    # (Loss.output_scores_only) stay the same; the losses that score parts
+    # on their own change.
+    from structlearn.feature_extraction import TokenVectorizer
+    from structlearn.structures.chain import Chain
+
+    est, X, y = toy_problem("crf")
+    Xtok, tok_off = TokenVectorizer().fit_transform(X)
+    flat = np.concatenate([np.asarray(s) for s in y])
+    sup = est._make_support(Xtok.indptr, Xtok.indices, Xtok.shape[1], flat, 3)
+    lossobj = get_loss(loss)
+    pb = chain_problem(Xtok, tok_off, flat, 3, *sup, lossobj, True, 1)
+    z = np.random.RandomState(0).randn(pb.n_params)
+    zf = z.copy()
+    _, trans, start, _, bias = pb.fmap.unpack(zf)
+    trans += bias[None, :]
+    start += bias
+    bias[:] = 0.0
+    v0, _ = pb.value_and_grad(z)
+    v1, _ = pb.value_and_grad(zf)
+    unchanged = np.allclose(v1, v0, rtol=1e-7, atol=1e-8)
+    assert unchanged == lossobj.output_scores_only(Chain), str(lossobj)
+    if not unchanged:
+        # and 'auto' keeps the bias for them
+        assert est.set_params(loss=lossobj)._intercept(lossobj)
+
+
+def test_a_warm_start_moves_the_bias_into_the_transitions():
+    # from a model with the per-tag bias to one without (and back): the
+    # warm-start weights give the same sequence scores, so the same marginals
+    import copy
+
     X, y = _token_task(2, n=12)
-    est = SequenceTagger(alpha=1e-2, fit_intercept=True).fit(X, y)
-    b = est.intercept_
-    assert np.any(b != 0.0)
-    K = len(est.classes_)
-    for U in est.decision_function(X):
-        U0 = U - b  # the token scores without the bias
-        for tags in itertools.product(range(K), repeat=len(U)):
-            t = np.array(tags)
-
-            def score(U, trans, start):
-                return (U[np.arange(len(t)), t].sum() + start[t[0]] + est.end_[t[-1]]
-                        + trans[t[:-1], t[1:]].sum())
-
-            folded = score(U0, est.transition_ + b[None, :], est.start_ + b)
-            assert np.isclose(score(U, est.transition_, est.start_), folded,
-                              rtol=1e-12, atol=1e-12)
+    est = SequenceTagger(alpha=1e-2, fit_intercept=True, warm_start=True).fit(X, y)
+    assert np.any(est.intercept_ != 0.0)
+    for target in (False, True):
+        fmap = SimpleNamespace(K=len(est.classes_), n_support=int(est._sup_ptr[-1]),
+                               fit_intercept=target)
+        moved = copy.deepcopy(est)
+        moved._z = est._warm_weights(fmap)
+        assert len(moved._z) == len(est._z) - (0 if target else len(est.classes_))
+        for m0, m1 in zip(est.predict_marginals(X), moved.predict_marginals(X)):
+            np.testing.assert_allclose(m1, m0, rtol=1e-10, atol=1e-12)
+    # the refit without the bias starts there, not at zero
+    warm_iters = est.set_params(fit_intercept="auto").fit(X, y).n_iter_
+    assert np.all(est.intercept_ == 0.0)
+    cold_iters = SequenceTagger(alpha=1e-2).fit(X, y).n_iter_
+    assert warm_iters <= cold_iters
 
 
 @pytest.mark.parametrize("bad", ["yes", 1, None, 0.0])

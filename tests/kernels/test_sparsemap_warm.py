@@ -302,6 +302,22 @@ def test_tagger_fit_with_and_without_cache_gives_the_same_objective(loss, monkey
     assert warm.predict(X) == cold.predict(X)
 
 
+def test_lbfgs_warns_when_it_stalls_far_from_the_optimum():
+    # Without the per-tag bias, L-BFGS on SparseMAP (not differentiable in
+    # the transition weights) stalls on this set: its line search finds no
+    # decrease at a certified relative gap of ~0.9.  That stop is not the
+    # optimum, and it says so; a CRF fit on the same data stops by its rule.
+    X, y = _sequence_data(1, n=60)
+    with pytest.warns(ConvergenceWarning, match="line search found no decrease"):
+        est = SequenceTagger(loss="sparsemap", alpha=1e-2, max_iter=1000,
+                             random_state=0).fit(X, y)
+    assert est.duality_gap_ > 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        crf = SequenceTagger(loss="crf", alpha=1e-2).fit(X, y)
+    assert crf.duality_gap_ < 1e-3
+
+
 @pytest.mark.parametrize("single_root, projective", [(True, False), (False, True)])
 def test_tree_warm_cache_gives_the_cold_optimum(single_root, projective):
     from structlearn.structures import Tree
