@@ -22,8 +22,8 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
     """Labelled segmentation by a semi-Markov model, with any structured loss.
 
     A segment's score sums the weights of the features of the tokens inside
-    it, of its first and last tokens and of its length, plus a label bias;
-    transitions score consecutive segments' labels (Sarawagi & Cohen 2004;
+    it, of its first and last tokens and of its length (plus a label bias,
+    with ``fit_intercept``); transitions score consecutive segments' labels (Sarawagi & Cohen 2004;
     :class:`~structlearn.feature_maps.SegmentFeatureMap`).  The task cost is
     Sarawagi & Gupta's segment cost (2008, Sec. 4.3.2) with unit precision
     and recall penalties (:class:`~structlearn.structures.Segments`).
@@ -60,8 +60,8 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
     fit_intercept : bool or 'auto', default='auto'
         A per-label bias on every segment (unpenalised, except by
         ``solver='bcfw'`` and ``'cutting-plane'``).  'auto' leaves it out
-        but with a loss that scores parts on their own ('squared', a
-        projection onto the cube): it is redundant, twice -- a label's bias
+        but with a loss that scores parts on their own ('squared'): it is
+        redundant, twice -- a label's bias
         can move into its length weights (every length the label allows) or
         into its column of transition weights and its start weight without
         changing the score of any segmentation -- so it changes only the

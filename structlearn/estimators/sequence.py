@@ -281,7 +281,9 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         end, bias) at the end of the fit.
         ``duality_gap_``: the relative duality gap at the stop, for
         ``solver='bcfw'``, and for ``'lbfgs'`` without a per-tag bias
-        (``fit_intercept=False``, or 'auto' with transitions)
+        (``fit_intercept=False``, or 'auto' with transitions and a loss of
+        sequence scores) and a differentiable loss (not SparseMAP, whose
+        transition marginals are not unique: ``Loss.differentiable``)
         (the unpenalised per-tag bias leaves L-BFGS's point without a
         feasible dual point); None otherwise.
 
@@ -407,8 +409,8 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
     def _warm_weights(self, fmap):
         """The fitted weights in the layout of ``fmap`` (a warm start): a
         per-tag bias that the new model lacks moved into the transition and
-        start weights (every sequence keeps its score), one that it adds
-        started at 0.  Weights of another support are returned as they are
+        start weights (every sequence keeps its score, unless the new model
+        has no transitions either), one that it adds started at 0.  Weights of another support are returned as they are
         (the solver then starts cold)."""
         z, K, S = self._z, fmap.K, fmap.n_support
         base = S + K * K + 2 * K

@@ -137,9 +137,12 @@ def _wolfe_search(fun, z, f0, g0, d, step, c1=1e-4, c2=0.9, max_evals=20):
     return a, f, g, max_evals
 
 
-#: The relative duality gap above which a stop on a failed line search
-#: warns (the dual solver's default certificate, 1e-3).
-STALL_GAP = 1e-3
+def _certifiable(problem):
+    """Whether a gradient-based duality gap certifies ``problem``'s optimum:
+    a differentiable loss (``Loss.differentiable``; declared by the
+    problem) and complete targets (partial ones make the objective
+    non-convex)."""
+    return getattr(problem, "differentiable", True) and not getattr(problem, "partial", False)
 
 
 def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, period=None,
@@ -173,10 +176,9 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
     a certified bound on ``P(z) - min P``.  With ``return_gap`` the relative
     gap ``||grad P||^2 / (2 alpha P)`` at the returned point is returned too
     (None when some coordinates are not penalised: the dual point is then
-    not feasible, or when ``alpha`` is 0).  It is printed with ``verbose``.
-    A run whose line search finds no decrease stops there; where the gap is
-    known and above ``STALL_GAP`` = 1e-3 (BCFW's default ``tol``) it also warns
-    (``ConvergenceWarning``): the stop is then a stall, not the optimum.
+    not feasible, when ``alpha`` is 0, or when the gap would not certify:
+    a loss not differentiable there -- SparseMAP on a chain -- or partial
+    targets).  It is printed with ``verbose``.
 
     Returns
     -------
@@ -186,7 +188,7 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
     pen = problem.penalized
     t0 = time.perf_counter()
     calls = [0]
-    certify = alpha > 0 and bool(np.all(pen))
+    certify = alpha > 0 and bool(np.all(pen)) and _certifiable(problem)
 
     def rel_gap(f, g):
         return float(g @ g) / (2.0 * alpha * max(f, 1e-300)) if certify else None
@@ -205,7 +207,7 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
     trace = [f]
     ftol = tol * 1e-3
     message = "maximum number of iterations reached"
-    converged = stalled = False
+    converged = False
     it = 0
     if not np.isfinite(f):
         raise ValueError(f"the objective is not finite at the initial point ({f}).")
@@ -223,7 +225,7 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
         a, f_new, g_new, _ = _wolfe_search(fun, z, f, g, d, step)
         if a == 0.0:
             message = "the line search found no decrease"
-            converged = stalled = True
+            converged = True
             it -= 1
             break
         s = a * d
@@ -251,13 +253,6 @@ def lbfgs(problem, alpha, z0, max_iter=500, tol=1e-6, verbose=0, history=10, per
     if not converged:
         warnings.warn(f"L-BFGS did not converge in max_iter={max_iter} iterations; "
                       f"increase max_iter or tol.", ConvergenceWarning)
-    elif stalled and certify and rel_gap(f, g) > STALL_GAP:
-        warnings.warn(f"L-BFGS stopped after {it} iterations because its line search "
-                      f"found no decrease, at a relative duality gap of "
-                      f"{rel_gap(f, g):.3g}: the point is not near the optimum (a loss "
-                      f"not differentiable there, e.g. SparseMAP's in the transition "
-                      f"weights, can stall it); solver='bcfw' certifies such losses.",
-                      ConvergenceWarning)
     if return_gap:
         return z, int(it), float(f), rel_gap(f, g)
     return z, int(it), float(f)

@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..kernels.optim import penalized_grad
-from ._lbfgs import _History, _period_rule
+from ._lbfgs import _certifiable, _History, _period_rule
 
 
 def pseudo_gradient(g, z, lam):
@@ -129,7 +129,7 @@ def owlqn(problem, alpha, z0, l1_ratio=1.0, max_iter=500, tol=1e-6, verbose=0, h
     l1_mask = pen if c1 > 0 else None
     t0 = time.perf_counter()
     calls = [0]
-    strong = c2 > 0 and bool(np.all(pen))
+    strong = c2 > 0 and bool(np.all(pen)) and _certifiable(problem)
 
     def fun(z):
         """Objective ``P(z)`` and the gradient of its smooth part."""

@@ -72,6 +72,8 @@ class LinearProblem:
     def __init__(self, X, y, structure, loss, n_weight_rows, fit_intercept=True,
                  tie=None, n_jobs=None, sample_weight=None):
         self.X, self.y, self.structure, self.loss = X, y, structure, loss
+        #: whether the loss is differentiable here (``Loss.differentiable``)
+        self.differentiable = loss.differentiable(type(structure))
         self.sample_weight = normalized_weights(sample_weight, X.shape[0])
         self.tie, self.n_jobs, self.fit_intercept = tie, n_jobs, fit_intercept
         self.n_samples, d = X.shape

@@ -58,6 +58,9 @@ class RaggedProblem:
         self.n_threads = n_workers(n_jobs, self.n_samples)
         probe = make_structure(np.array([0, 1]), None)
         active = loss.uses_active_set(type(probe))
+        #: whether the loss is differentiable here (a gradient-based duality
+        #: gap certifies only then: ``Loss.differentiable``)
+        self.differentiable = loss.differentiable(type(probe))
         #: whether some targets are partial (negative codes, completed by
         #: the structure: ``loss.partial_value_and_grad``)
         self.partial = bool(len(self.y) and self.y.min() < 0)

@@ -122,6 +122,9 @@ class Structure:
     #: whether the Euclidean projection onto the marginal polytope is the
     #: SparseMAP active set with every part penalised (chains, trees)
     active_set_projection = False
+    #: whether some parts lie outside the unary (penalised) ones of
+    #: SparseMAP's quadratic (a chain's or a segmentation's transitions)
+    interaction_parts = False
 
     # ------------------------------------------------------------ encoding
     @property

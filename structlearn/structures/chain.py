@@ -94,6 +94,7 @@ class Chain(RaggedStructure):
     has_exact_slack = True
     projection_sets = {"chain": ("euclidean",), "cube": ("euclidean", "kl")}
     marginal_set = "chain"
+    interaction_parts = True
 
     def __init__(self, n_tags, tok_off, warm_cache=None, allowed=None, known=None,
                  label_sets=None):

@@ -77,6 +77,7 @@ class Segments(RaggedStructure):
     example = "sequence"
     projection_sets = {"segments": ("euclidean",)}
     marginal_set = "segments"
+    interaction_parts = True
     #: the supports are not stored between solves (see the class docstring)
     warm_supports = False
 
