@@ -906,9 +906,15 @@ def test_sparsemap_by_bcfw_matches_lbfgs_on_the_estimators_own_problems(make, da
     assert est.objective_ <= ref.objective_ * (1 + tol)
     assert est.objective_ == pytest.approx(ref.objective_, rel=1e-4)
     assert est.objective_ * (1 - est.duality_gap_) <= ref.objective_
-    # every coordinate penalised (no intercept): L-BFGS certifies its point too
-    assert 0 <= ref.duality_gap_ < 1e-2
-    assert ref.objective_ * (1 - ref.duality_gap_) <= est.objective_
+    if data == "pos":
+        # SparseMAP on a chain is not differentiable in the transition
+        # weights (Loss.differentiable): L-BFGS's gradient-based gap does not
+        # certify there, and is not reported
+        assert ref.duality_gap_ is None
+    else:
+        # every arc penalised, every coordinate too: L-BFGS certifies its point
+        assert 0 <= ref.duality_gap_ < 1e-2
+        assert ref.objective_ * (1 - ref.duality_gap_) <= est.objective_
 
 
 def test_bcfw_warm_start_of_a_quadratic_dual():
