@@ -111,8 +111,8 @@ class Loss(BaseEstimator):
         smooth losses, but for a quadratic on the unary parts only
         (SparseMAP, m-SparseMAP) on a structure with other parts (a chain's
         transitions), whose marginals there are not unique -- the gradient
-        is then one subgradient among many and the gap a loose bound
-        (0.5 where the fit was 2.5e-7 from the optimum)."""
+        is then one subgradient among many and the gap a bound that need
+        not vanish at the optimum."""
         return bool(self.smooth) and not (
             self.dual_quadratic == "unary" and getattr(structure_cls, "interaction_parts", False))
 
