@@ -72,8 +72,7 @@ class Loss(BaseEstimator):
     on every example), :meth:`output_scores_only` (whether the loss sees
     the scores only through the outputs' scores) and :meth:`differentiable`
     (whether its gradient vanishes at the optimum, which L-BFGS's duality
-    gap needs).  Estimators ask these
-    questions, never a loss's type.
+    gap needs).  Estimators ask these questions, never a loss's type.
     """
 
     smooth = False

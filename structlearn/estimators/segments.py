@@ -23,7 +23,8 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
 
     A segment's score sums the weights of the features of the tokens inside
     it, of its first and last tokens and of its length (plus a label bias,
-    with ``fit_intercept``); transitions score consecutive segments' labels (Sarawagi & Cohen 2004;
+    with ``fit_intercept``); transitions score consecutive segments' labels
+    (Sarawagi & Cohen 2004;
     :class:`~structlearn.feature_maps.SegmentFeatureMap`).  The task cost is
     Sarawagi & Gupta's segment cost (2008, Sec. 4.3.2) with unit precision
     and recall penalties (:class:`~structlearn.structures.Segments`).
@@ -61,15 +62,15 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         A per-label bias on every segment (unpenalised, except by
         ``solver='bcfw'`` and ``'cutting-plane'``).  'auto' leaves it out
         but with a loss that scores parts on their own ('squared'): it is
-        redundant, twice -- a label's bias
-        can move into its length weights (every length the label allows) or
-        into its column of transition weights and its start weight without
-        changing the score of any segmentation -- so it changes only the
-        penalty.  Without it the CRF's L-BFGS certifies its point and,
-        on the first 1,000 / 3,000 CoNLL-2000 sentences, took 86 / 129
-        iterations instead of 190 / 252 (0.35x / 0.41x the time) for span
-        F1 90.74 / 92.70 instead of 90.69 / 92.61 (docs/benchmarks.rst).  (It was True in earlier development
-        versions.)
+        redundant, twice -- a label's bias can move into its length weights
+        (every length the label allows) or into its column of transition
+        weights and its start weight without changing the score of any
+        segmentation -- so it changes only the penalty.  Without it the
+        CRF's L-BFGS certifies its point and, on the first 1,000 / 3,000
+        CoNLL-2000 sentences, took 86 / 129 iterations instead of 190 / 252
+        (0.35x / 0.41x the time) for span F1 90.74 / 92.70 instead of
+        90.69 / 92.61 (docs/benchmarks.rst).  (It was True in earlier
+        development versions.)
     max_length : int or None, default=None
         The longest segment.  None: per label, the longest segment of that
         label in the training data (so the one-token 'O' segments cost one

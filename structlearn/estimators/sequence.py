@@ -197,8 +197,8 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         n_sequences >= 1`` (on CoNLL-2000 at ``alpha * n = 2`` about half the
         CRF's L-BFGS fit time, where L-BFGS on these losses takes about four
         times it; with a per-tag bias, which BCFW penalises too, the model
-        differs slightly from the L-BFGS one), L-BFGS for the other smooth losses,
-        averaged SGD (averaged perceptron for 'perceptron') otherwise.
+        differs slightly from the L-BFGS one), L-BFGS for the other smooth
+        losses, averaged SGD (averaged perceptron for 'perceptron') otherwise.
         'bcfw' trains the max-margin and SparseMAP losses to a certified
         duality gap (see :class:`structlearn.LabelRanker`); at
         small ``alpha`` on large data the max-margin losses need many epochs
@@ -384,15 +384,13 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
                     f"Use solver='lbfgs' (smooth losses), 'sgd' or 'auto'.")
             solver = choose_solver("auto", loss, self.alpha)
         z0 = self._initial_point(problem, loss, Chain,
-                                 self._warm_weights(problem.fmap) if warm else None,
+                                 problem.fmap.with_layout_of(self._z) if warm else None,
                                  problem_with, solver)
         z0[problem.fmap.frozen] = 0.0  # a warm start from a model with transitions
         if self.verbose:
             print(f"[SequenceTagger] {problem.n_samples} sequences, {len(y_int)} tokens, "
                   f"{K} tags, {d} features, {problem.n_params} parameters")
         z, n_iter, obj = self._run_solver(solver, problem, z0, loss, (y_int, kept_off))
-        if problem.partial:  # a non-convex objective: no certificate
-            self._last_gap = None
         check_solution(z, obj, "SequenceTagger")
         self._set_model(z, problem, vec, classes, sup_ptr, sup_label, d)
         self._allowed = allowed
@@ -405,24 +403,6 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
             self.sparsify()
         self._record_fit(loss, solver, n_iter, obj, t_start)
         return self
-
-    def _warm_weights(self, fmap):
-        """The fitted weights in the layout of ``fmap`` (a warm start): a
-        per-tag bias that the new model lacks moved into the transition and
-        start weights (every sequence keeps its score, unless the new model
-        has no transitions either), one that it adds started at 0.  Weights of another support are returned as they are
-        (the solver then starts cold)."""
-        z, K, S = self._z, fmap.K, fmap.n_support
-        base = S + K * K + 2 * K
-        if len(z) not in (base, base + K) or (len(z) == base + K) == fmap.fit_intercept:
-            return z
-        if fmap.fit_intercept:
-            return np.concatenate([z, np.zeros(K)])
-        b = z[base:]
-        z = z[:base].copy()
-        z[S:S + K * K] += np.tile(b, K)          # trans[a, k] += b[k] (row-major)
-        z[S + K * K:S + K * K + K] += b          # start[k] += b[k]
-        return z
 
     def _transitions(self):
         """``transitions``, checked."""

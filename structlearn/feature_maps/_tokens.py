@@ -184,6 +184,25 @@ class TokenFeatureMap(TokenBatches):
         #: the parameters held at zero (``transitions=False``): a slice of z
         self.frozen = slice(S, S + (0 if transitions else K * K + 2 * K))
 
+    def with_layout_of(self, z):
+        """Weights ``z`` of this support fitted with or without the per-tag
+        bias, in this map's layout (a warm start across ``fit_intercept``):
+        a bias that this map lacks moved into the transition and start
+        weights (every sequence keeps its score, where the model has
+        transitions), one that it adds started at 0.  ``z`` of another
+        size (another support) is returned as it is."""
+        K = self.K
+        base = self.n_support + K * K + 2 * K
+        if len(z) not in (base, base + K) or (len(z) == base + K) == self.fit_intercept:
+            return z
+        if self.fit_intercept:
+            return np.concatenate([z, np.zeros(K)])
+        out = z[:base].copy()
+        _, trans, start, _, _ = self.unpack(out)
+        trans += z[base:][None, :]
+        start += z[base:]
+        return out
+
     def unpack(self, z):
         """``(w, transitions, start, end, bias)`` views of ``z``."""
         K, S = self.K, self.n_support

@@ -496,6 +496,9 @@ def test_a_warm_start_moves_the_bias_into_the_transitions():
     # from a model with the per-tag bias to one without (and back): the
     # warm-start weights give the same sequence scores, so the same marginals
     import copy
+    import functools
+
+    from structlearn.feature_maps import TokenFeatureMap
 
     X, y = _token_task(2, n=12)
     est = SequenceTagger(alpha=1e-2, fit_intercept=True, warm_start=True).fit(X, y)
@@ -503,8 +506,9 @@ def test_a_warm_start_moves_the_bias_into_the_transitions():
     for target in (False, True):
         fmap = SimpleNamespace(K=len(est.classes_), n_support=int(est._sup_ptr[-1]),
                                fit_intercept=target)
+        fmap.unpack = functools.partial(TokenFeatureMap.unpack, fmap)
         moved = copy.deepcopy(est)
-        moved._z = est._warm_weights(fmap)
+        moved._z = TokenFeatureMap.with_layout_of(fmap, est._z)
         assert len(moved._z) == len(est._z) - (0 if target else len(est.classes_))
         for m0, m1 in zip(est.predict_marginals(X), moved.predict_marginals(X)):
             np.testing.assert_allclose(m1, m0, rtol=1e-10, atol=1e-12)
