@@ -50,6 +50,7 @@ import numpy as np
 from numba import njit
 
 from ._lazy import njit_inner, njit_on_first_call
+from ._math import fast_exp
 from ._sparsemap_types import FORBIDDEN, FORBIDDEN_CUT
 from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE, block_params
 from .slack_search import (SEARCH_STATE, search_calls, search_init, search_next,
@@ -404,7 +405,7 @@ def _fb_scaled_seq(theta, base, L, K, mu, work):
             rU = hi - lo
         shift += hi
         for k in range(K):
-            eU[t, k] = np.exp(theta[u + k] - hi)
+            eU[t, k] = fast_exp(theta[u + k] - hi)
     rng += rU
     if not (rng <= _SCALED_MAX_RANGE):  # also catches NaN / inf scores
         return False, 0.0
@@ -414,7 +415,7 @@ def _fb_scaled_seq(theta, base, L, K, mu, work):
         for a in range(K):
             row = tr + a * K
             for b in range(K):
-                e = np.exp(theta[row + b] - mT)
+                e = fast_exp(theta[row + b] - mT)
                 eT[a, b] = e
                 eTt[b, a] = e
         tprev[0] = tr
@@ -424,8 +425,8 @@ def _fb_scaled_seq(theta, base, L, K, mu, work):
         for b in range(K):
             xi[a, b] = 0.0
     for k in range(K):
-        eS[k] = np.exp(theta[st + k] - mS)
-        eE[k] = np.exp(theta[en + k] - mE)
+        eS[k] = fast_exp(theta[st + k] - mS)
+        eE[k] = fast_exp(theta[en + k] - mE)
     # -- forward: alpha_hat[t] sums to 1, lc[t] its normaliser
     logc = 0.0
     c = 0.0

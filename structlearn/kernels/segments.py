@@ -45,7 +45,7 @@ by its largest term (see :func:`_marginals_into`).
 import numpy as np
 from numba import njit
 
-from ._math import logaddexp
+from ._math import fast_exp, logaddexp
 from ._lazy import njit_inner, njit_on_first_call
 from .sparsemap import ORACLE_SIGNATURE
 
@@ -109,7 +109,7 @@ def _exp_trans(theta, tr, K):
     et = np.empty((K, K))
     for a in range(K):
         for b in range(K):
-            et[a, b] = np.exp(theta[tr + a * K + b] - mt)
+            et[a, b] = fast_exp(theta[tr + a * K + b] - mt)
     return et, mt
 
 
@@ -125,7 +125,7 @@ def _log_enter(row, et, mt, theta, tr, K, forward, out):
         m = max(m, row[a])
     er = np.empty(K)
     for a in range(K):
-        er[a] = np.exp(row[a] - m)
+        er[a] = fast_exp(row[a] - m)
     for k in range(K):
         acc = 0.0
         for a in range(K):
@@ -242,7 +242,7 @@ def _marginals_into(theta, base, L, K, M, Mk, mu):
                 m = max(m, v[ln])
             acc = 0.0
             for ln in range(n_l):
-                acc += np.exp(v[ln] - m)
+                acc += fast_exp(v[ln] - m)
             A[e, k] = m + np.log(acc)
     logZ = NEG_INF
     for k in range(K):
@@ -263,7 +263,7 @@ def _marginals_into(theta, base, L, K, M, Mk, mu):
                 m = max(m, v[ln])
             acc = 0.0
             for ln in range(n_l):
-                acc += np.exp(v[ln] - m)
+                acc += fast_exp(v[ln] - m)
             C[s, k] = m + np.log(acc)
     for e in range(L):
         for ln in range(min(M, e + 1)):
@@ -271,7 +271,7 @@ def _marginals_into(theta, base, L, K, M, Mk, mu):
             for k in range(K):
                 if ln < Mk[k]:
                     p = base + (e * M + ln) * K + k
-                    mu[p] = np.exp(P[s, k] + theta[p] + B[e, k] - logZ)
+                    mu[p] = fast_exp(P[s, k] + theta[p] + B[e, k] - logZ)
     # transition counts: sum_j exp(A[j, a] + trans[a, b] + C[j + 1, b] - logZ),
     # as products of shifted factors where the shift is safe (a product
     # that underflows then stands for less than 1e-290), else exactly
@@ -286,23 +286,23 @@ def _marginals_into(theta, base, L, K, M, Mk, mu):
             mC = max(mC, C[j + 1, a])
         shift = mA + mC + mt - logZ
         if shift < 30.0:
-            f = np.exp(shift)
+            f = fast_exp(shift)
             for a in range(K):
-                ea[a] = np.exp(A[j, a] - mA) * f
-                eb[a] = np.exp(C[j + 1, a] - mC)
+                ea[a] = fast_exp(A[j, a] - mA) * f
+                eb[a] = fast_exp(C[j + 1, a] - mC)
             for a in range(K):
                 for b in range(K):
                     T[a, b] += ea[a] * et[a, b] * eb[b]
         else:
             for a in range(K):
                 for b in range(K):
-                    T[a, b] += np.exp(A[j, a] + theta[tr + a * K + b] + C[j + 1, b] - logZ)
+                    T[a, b] += fast_exp(A[j, a] + theta[tr + a * K + b] + C[j + 1, b] - logZ)
     for a in range(K):
         for b in range(K):
             mu[tr + a * K + b] = T[a, b]
     for k in range(K):
-        mu[st + k] = np.exp(theta[st + k] + C[0, k] - logZ)
-        mu[en + k] = np.exp(A[L - 1, k] + theta[en + k] - logZ)
+        mu[st + k] = fast_exp(theta[st + k] + C[0, k] - logZ)
+        mu[en + k] = fast_exp(A[L - 1, k] + theta[en + k] - logZ)
     return logZ
 
 
