@@ -129,9 +129,15 @@ def _nonzeros(out, onz):
 
 @njit(cache=True)
 def _grow_rows(A, n):
-    """``A`` with its first dimension enlarged to ``n`` (new rows zero)."""
+    """``A`` (1-D or 2-D, C-contiguous) with its first dimension enlarged to
+    ``n`` (new rows zero).  Copied by a loop over the flat arrays: a slice
+    assignment ``B[:k] = A`` compiles Numba's shape-mismatch error message
+    (string formatting, about 1 s of a first SparseMAP fit)."""
     B = np.zeros((n,) + A.shape[1:], dtype=A.dtype)
-    B[:A.shape[0]] = A
+    Af = A.reshape(A.size)
+    Bf = B.reshape(B.size)
+    for i in range(A.size):
+        Bf[i] = Af[i]
     return B
 
 
@@ -261,7 +267,7 @@ def _warm_start(eta, n_unary, V0, w0, V, nzi, nnz, nnzu, nrm2, free, slot, G, Lf
     kept."""
     ca = slot.shape[0]
     nfree = ca
-    m = 0
+    m = np.int64(0)   # (a literal 0 would compile its callees once more for it)
     c = 1.0
     for j in range(V0.shape[0]):
         wj = w0[j]

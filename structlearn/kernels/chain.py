@@ -691,8 +691,9 @@ def _approx_slack_eval(theta, theta_or, base, L, K, y, o, lam, aug, cand, gamma,
     for t in range(L):
         for k in range(K):
             aug[t * K + k] = theta_or[base + t * K + k] + (lam if k != y[o + t] else 0.0)
-    _second_best_into(aug, 0, L, K, y, o, cand, 0, gamma, nxt)
-    s = _score_seq(theta, base, L, K, cand, 0)
+    zero = np.int64(0)   # a literal 0 would compile the callees once more
+    _second_best_into(aug, zero, L, K, y, o, cand, zero, gamma, nxt)
+    s = _score_seq(theta, base, L, K, cand, zero)
     Lc = 0.0
     for t in range(L):
         if cand[t] != y[o + t]:
@@ -1002,9 +1003,10 @@ def chain_map(eta, params, out):
     L = int(params[0])
     K = int(params[1])
     y = np.empty(L, dtype=np.int64)
-    _viterbi_into(eta, 0, L, K, y, 0)
+    zero = np.int64(0)   # a literal 0 would compile the callees once more
+    _viterbi_into(eta, zero, L, K, y, zero)
     out[:] = 0.0
-    _add_encoding(y, 0, L, K, out, 0, 1.0)
+    _add_encoding(y, zero, L, K, out, zero, 1.0)
 
 
 def chain_block_params(tok_off, K):
@@ -1019,4 +1021,5 @@ def chain_encode_codes(codes, params, out):
     :func:`structlearn.kernels.sparsemap.sparsemap_active_set_warm_ragged`):
     the vertex of the tag sequence ``codes``, ``params = [L, K]``."""
     out[:] = 0.0
-    _add_encoding(codes, 0, int(params[0]), int(params[1]), out, 0, 1.0)
+    zero = np.int64(0)
+    _add_encoding(codes, zero, int(params[0]), int(params[1]), out, zero, 1.0)

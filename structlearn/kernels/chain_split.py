@@ -152,7 +152,8 @@ def chain_sparsemap_gap(eta, L, K, mu, v):
     g = eta.copy()
     for j in range(L * K):
         g[j] -= mu[j]
-    best = _viterbi_into(g, 0, L, K, v, 0)
+    zero = np.int64(0)   # a literal 0 would compile the callee once more
+    best = _viterbi_into(g, zero, L, K, v, zero)
     s = 0.0
     for j in range(g.shape[0]):
         s += g[j] * mu[j]

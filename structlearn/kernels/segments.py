@@ -447,6 +447,7 @@ def segment_map(eta, params, out):
     for k in range(K):
         Mk[k] = int(params[3 + k])
     y = np.empty(L, dtype=np.int64)
-    _viterbi_into(eta, 0, L, K, M, Mk, y, 0)
+    zero = np.int64(0)   # a literal 0 would compile the callees once more
+    _viterbi_into(eta, zero, L, K, M, Mk, y, zero)
     out[:] = 0.0
-    _add_encoding(y, 0, L, K, M, out, 0, 1.0)
+    _add_encoding(y, zero, L, K, M, out, zero, 1.0)

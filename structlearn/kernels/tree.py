@@ -218,7 +218,8 @@ def best_trees_excluding(S, heads, single_root, projective):
     n = S.shape[0]
     out = np.empty(n * n, dtype=np.int64)
     row = np.empty(n, dtype=np.int64)
-    _excluding_into(S, heads, 0, single_root, projective, out, 0, row)
+    zero = np.int64(0)   # a literal 0 would compile the callee once more
+    _excluding_into(S, heads, zero, single_root, projective, out, zero, row)
     return out.reshape((n, n))
 
 
@@ -267,7 +268,8 @@ def second_best_tree(S, heads, single_root, projective):
     """
     n = S.shape[0]
     out = np.empty(n, dtype=np.int64)
-    ok = _second_best_into(S, heads, 0, single_root, projective, out, 0)
+    zero = np.int64(0)
+    ok = _second_best_into(S, heads, zero, single_root, projective, out, zero)
     return out, ok
 
 
