@@ -184,7 +184,7 @@ def _excluding_into(S, heads, hoff, single_root, projective, out, ooff, row):
     n = S.shape[0]
     for m in range(1, n + 1):
         base = ooff + (m - 1) * n
-        if _map_into(S, single_root, projective, m, heads[hoff + m - 1], row, 0):
+        if _map_into(S, single_root, projective, m, heads[hoff + m - 1], row, np.int64(0)):
             for j in range(n):
                 out[base + j] = row[j]
         else:
@@ -232,7 +232,7 @@ def _second_best_into(S, heads, hoff, single_root, projective, out, ooff):
     best = -np.inf
     found = False
     for m in range(1, n + 1):
-        if _map_into(S, single_root, projective, m, heads[hoff + m - 1], row, 0):
+        if _map_into(S, single_root, projective, m, heads[hoff + m - 1], row, np.int64(0)):
             v = _tree_score(S, row, 0)
             if not found or v > best:
                 best = v
@@ -287,7 +287,8 @@ def tree_map(eta, params, out):
     projective = params[2] != 0.0
     S = eta.reshape((n, n + 1))
     heads = np.empty(n, dtype=np.int64)
-    _map_into(S, single_root, projective, -1, -1, heads, 0)
+    none = np.int64(-1)   # literals would compile the callees once more
+    _map_into(S, single_root, projective, none, none, heads, np.int64(0))
     out[:] = 0.0
     for m in range(1, n + 1):
         out[(m - 1) * (n + 1) + heads[m - 1]] = 1.0
@@ -317,7 +318,7 @@ def _map_batch_mst(theta, arc_off, word_off, single_root):
     heads = np.empty(word_off[-1], dtype=np.int64)
     for i in range(word_off.shape[0] - 1):
         S = _block(theta, arc_off, word_off, i)
-        _mst_into(S, single_root, -1, -1, heads, word_off[i])
+        _mst_into(S, single_root, np.int64(-1), np.int64(-1), heads, word_off[i])
     return heads
 
 
@@ -326,7 +327,7 @@ def _map_batch_eisner(theta, arc_off, word_off, single_root):
     heads = np.empty(word_off[-1], dtype=np.int64)
     for i in range(word_off.shape[0] - 1):
         S = _block(theta, arc_off, word_off, i)
-        _eisner_into(S, single_root, -1, -1, heads, word_off[i])
+        _eisner_into(S, single_root, np.int64(-1), np.int64(-1), heads, word_off[i])
     return heads
 
 

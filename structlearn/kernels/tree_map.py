@@ -229,7 +229,8 @@ def mst_heads(S, single_root):
     the module docstring).
     """
     heads = np.empty(S.shape[0], dtype=np.int64)
-    _mst_into(S, single_root, -1, -1, heads, 0)
+    none = np.int64(-1)   # literals would compile the callees once more
+    _mst_into(S, single_root, none, none, heads, np.int64(0))
     return heads
 
 
@@ -249,7 +250,9 @@ def _eisner_backtrack(bCr, bCl, bI, out, off):
     kind 0 = Cr, 1 = Cl, 2 = Ir, 3 = Il.  ``O(n)``."""
     N = bCr.shape[0]
     stack = np.empty((4 * N, 3), dtype=np.int64)
-    top = _push(stack, 0, 0, 0, N - 1)
+    # the kinds as np.int64: literals would compile _push once per value
+    k_cr, k_cl, k_ir, k_il = np.int64(0), np.int64(1), np.int64(2), np.int64(3)
+    top = _push(stack, k_cr, k_cr, k_cr, N - 1)
     while top > 0:
         top -= 1
         kind = stack[top, 0]
@@ -259,20 +262,20 @@ def _eisner_backtrack(bCr, bCl, bI, out, off):
             continue
         if kind == 0:                    # Cr[s, t] = Ir[s, k] + Cr[k, t]
             k = bCr[s, t]
-            top = _push(stack, top, 2, s, k)
-            top = _push(stack, top, 0, k, t)
+            top = _push(stack, top, k_ir, s, k)
+            top = _push(stack, top, k_cr, k, t)
         elif kind == 1:                  # Cl[s, t] = Cl[s, k] + Il[k, t]
             k = bCl[s, t]
-            top = _push(stack, top, 1, s, k)
-            top = _push(stack, top, 3, k, t)
+            top = _push(stack, top, k_cl, s, k)
+            top = _push(stack, top, k_il, k, t)
         else:                            # I[s, t] = arc + Cr[s, k] + Cl[k + 1, t]
             if kind == 2:
                 out[off + t - 1] = s
             else:
                 out[off + s - 1] = t
             k = bI[s, t]
-            top = _push(stack, top, 0, s, k)
-            top = _push(stack, top, 1, k + 1, t)
+            top = _push(stack, top, k_cr, s, k)
+            top = _push(stack, top, k_cl, k + 1, t)
 
 
 @njit(cache=True, nogil=True)
@@ -375,7 +378,8 @@ def eisner_heads(S, single_root):
     Ties: every chart item keeps its smallest optimal split point.
     """
     heads = np.empty(S.shape[0], dtype=np.int64)
-    _eisner_into(S, single_root, -1, -1, heads, 0)
+    none = np.int64(-1)   # literals would compile the callees once more
+    _eisner_into(S, single_root, none, none, heads, np.int64(0))
     return heads
 
 

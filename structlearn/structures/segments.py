@@ -92,7 +92,9 @@ class Segments(RaggedStructure):
             raise ValueError(f"max_length must be a positive integer or {K} of them (one per "
                              f"label), got {max_length!r}.")
         #: the longest segment of each label, and of all
-        self.label_max = np.ascontiguousarray(Mk, dtype=np.int64)
+        # (a writeable copy: the kernels take it, and a read-only array -- the
+        # caller's, passed through -- would compile each of them once more)
+        self.label_max = np.array(Mk, dtype=np.int64)
         self.max_length = int(Mk.max())
         self.tok_off = np.ascontiguousarray(tok_off, dtype=np.int64)
         lengths = np.diff(self.tok_off)
