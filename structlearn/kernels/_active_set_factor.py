@@ -8,7 +8,8 @@ positions from the factor and the position-indexed arrays.
 """
 
 import numpy as np
-from numba import njit
+
+from ._lazy import njit_inner
 
 
 # ------------------------------------------------------------------------
@@ -48,7 +49,7 @@ from numba import njit
 # ------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit_inner()
 def _forward(Lf, m, b, x):
     """``x[:m] = Lf[:m, :m]^{-1} b[:m]`` (lower triangular)."""
     for i in range(m):
@@ -58,7 +59,7 @@ def _forward(Lf, m, b, x):
         x[i] = acc / Lf[i, i]
 
 
-@njit(cache=True)
+@njit_inner()
 def _backward(Lf, m, v, x):
     """``x[:m] = Lf[:m, :m]^{-T} v[:m]`` (row-oriented; ``v`` untouched)."""
     for i in range(m):
@@ -70,7 +71,7 @@ def _backward(Lf, m, v, x):
             x[k] -= Lf[i, k] * xi
 
 
-@njit(cache=True)
+@njit_inner()
 def _chol_delete(Lf, m, j, w1, ws):
     """Remove position ``j`` from the factor ``Lf[:m, :m]`` of ``Gc`` (and
     from ``w1 = Lf^{-1} 1``, ``ws = Lf^{-1} s``).  The factor then has
@@ -110,7 +111,7 @@ def _chol_delete(Lf, m, j, w1, ws):
     ws[m - 1] = 0.0
 
 
-@njit(cache=True)
+@njit_inner()
 def _chol_append(Lf, G, c, m, l):
     """Try to append position ``m`` (whose row/column of ``G`` is filled)
     to the factor of the first ``m`` positions.
@@ -129,7 +130,7 @@ def _chol_append(Lf, G, c, m, l):
     return piv
 
 
-@njit(cache=True)
+@njit_inner()
 def _chol_accept(Lf, scores, w1, ws, m, l, piv):
     lmm = np.sqrt(piv)
     a1 = 1.0
@@ -143,7 +144,7 @@ def _chol_accept(Lf, scores, w1, ws, m, l, piv):
     ws[m] = a2 / lmm
 
 
-@njit(cache=True)
+@njit_inner()
 def _append_threshold(G, c, m):
     """Round-off threshold for the pivot of position ``m``: relative to the
     spread ``max_i ||u_i - u_0||^2`` of the unary parts (as the reduced
@@ -156,7 +157,7 @@ def _append_threshold(G, c, m):
     return 1e-10 * hmax + 1e-12 * (gmax + c)
 
 
-@njit(cache=True)
+@njit_inner()
 def _kkt_solve(Lf, G, c, scores, w1, ws, m, y_hat, t1, t2, refine_below):
     """Maximiser of the objective on the affine hull of the ``m`` (affinely
     independent, factorised) active vertices, written to ``y_hat[:m]`` (may
@@ -199,7 +200,7 @@ def _kkt_solve(Lf, G, c, scores, w1, ws, m, y_hat, t1, t2, refine_below):
         y_hat[i] += t1[i]
 
 
-@njit(cache=True)
+@njit_inner()
 def _null_direction(Lf, m, l, d, z):
     """Affine dependency of position ``m`` on the factorised positions:
     ``Gc z = Gc[:m, m]`` (``Lf^T z = l``), ``d = [-z / sum(z); 1]`` so that
@@ -215,7 +216,7 @@ def _null_direction(Lf, m, l, d, z):
     d[m] = 1.0
 
 
-@njit(cache=True)
+@njit_inner()
 def _drop(keep, n, mf, Lf, w1, ws, G, scores, y, slot, free, nfree):
     """Remove the positions ``i < n`` with ``not keep[i]``: from the factor
     (positions ``< mf``, highest first), then compact ``G``, ``scores``,

@@ -20,14 +20,14 @@ sequence
 
 3. :func:`_collect_support`.
 
-All steps are plain ``@njit(cache=True)`` functions on the solver's arrays
+All steps are plain jitted functions (``kernels._lazy.njit_inner``: no
+Python entry point, only the drivers call them) on the solver's arrays
 (see the notes on the state below) and the linear algebra of
 :mod:`structlearn.kernels._active_set_factor`; the vertex-storage helpers
 (sparse nonzero lists, duplicate test, Gram rows) come first.
 """
 
 import numpy as np
-from numba import njit
 
 from ._active_set_factor import (
     _append_threshold,
@@ -37,13 +37,14 @@ from ._active_set_factor import (
     _kkt_solve,
     _null_direction,
 )
+from ._lazy import njit_inner
 
 # ------------------------------------------------------------------------
 # Vertex storage
 # ------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit_inner()
 def _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary, onz, k_o, nrm_o):
     """Store ``out`` in slot ``sl`` with the list of its nonzeros
     ``onz[:k_o]`` (increasing, so the unary ones lead) and its squared norm
@@ -61,7 +62,7 @@ def _store_vertex(V, nzi, nnz, nnzu, nrm2, sl, out, n_unary, onz, k_o, nrm_o):
     nrm2[sl] = nrm_o
 
 
-@njit(cache=True)
+@njit_inner()
 def _gram_append(G, V, slot, m, nzi, nnzu):
     """Row and column ``m`` of the Gram matrix of the active vertices'
     unary parts, for the vertex just stored in slot ``slot[m]`` (its unary
@@ -77,7 +78,7 @@ def _gram_append(G, V, slot, m, nzi, nnzu):
         G[m, i] = g
 
 
-@njit(cache=True)
+@njit_inner()
 def _find_duplicate(V, slot, nrm2, m, out, onz, k_o, nrm_o):
     """Position among the ``m`` active vertices of a vertex equal to ``out``
     (nonzeros ``onz[:k_o]``, squared norm ``nrm_o``), or -1.  A sparse
@@ -102,7 +103,7 @@ def _find_duplicate(V, slot, nrm2, m, out, onz, k_o, nrm_o):
     return -1
 
 
-@njit(cache=True)
+@njit_inner()
 def _sparse_dot(a, out, onz, k_o):
     """``a @ out`` over the nonzeros ``onz[:k_o]`` of ``out``."""
     acc = 0.0
@@ -112,7 +113,7 @@ def _sparse_dot(a, out, onz, k_o):
     return acc
 
 
-@njit(cache=True)
+@njit_inner()
 def _nonzeros(out, onz):
     """Indices of the nonzeros of ``out`` into ``onz``; returns their count
     and the squared norm."""
@@ -127,7 +128,7 @@ def _nonzeros(out, onz):
     return k_o, nrm_o
 
 
-@njit(cache=True)
+@njit_inner()
 def _grow_rows(A, n):
     """``A`` (1-D or 2-D, C-contiguous) with its first dimension enlarged to
     ``n`` (new rows zero).  Copied by a loop over the flat arrays: a slice
@@ -141,7 +142,7 @@ def _grow_rows(A, n):
     return B
 
 
-@njit(cache=True)
+@njit_inner()
 def _grow_square(A, n):
     B = np.zeros((n, n), dtype=A.dtype)
     k = A.shape[0]
@@ -180,7 +181,7 @@ def _grow_square(A, n):
 # ------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit_inner()
 def _grow(ca, ca2, nfree, V, nzi, nnz, nnzu, nrm2, free, slot, G, Lf, w1, ws, scores, y,
           y_hat, d, lrow, t1, t2, lin, keep):
     """The by-slot and by-position arrays enlarged from ``ca`` to ``ca2``
@@ -206,7 +207,7 @@ def _grow(ca, ca2, nfree, V, nzi, nnz, nnzu, nrm2, free, slot, G, Lf, w1, ws, sc
 # ------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit_inner()
 def _push_vertex(eta, n_unary, m, nfree, vertex, k_o, nrm_o, V, nzi, nnz, nnzu, nrm2, free,
                  slot, G, scores, onz):
     """Store ``vertex`` (nonzeros ``onz[:k_o]``, squared norm ``nrm_o``) in
@@ -222,7 +223,7 @@ def _push_vertex(eta, n_unary, m, nfree, vertex, k_o, nrm_o, V, nzi, nnz, nnzu, 
     return nfree
 
 
-@njit(cache=True)
+@njit_inner()
 def _factor_first(G, Lf, w1, ws, scores):
     """Start the factor with position 0 alone: fix ``c`` (the squared norm
     of its unary part, 1 if zero, see the notes of
@@ -235,7 +236,7 @@ def _factor_first(G, Lf, w1, ws, scores):
     return c
 
 
-@njit(cache=True)
+@njit_inner()
 def _enter_factor(m, c, G, Lf, w1, ws, scores, d, lrow, t1):
     """Factorise position ``m`` (stored by :func:`_push_vertex`) if its
     augmented unary part is affinely independent of the active ones;
@@ -255,7 +256,7 @@ def _enter_factor(m, c, G, Lf, w1, ws, scores, d, lrow, t1):
 # ------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit_inner()
 def _warm_start(eta, n_unary, V0, w0, V, nzi, nnz, nnzu, nrm2, free, slot, G, Lf, w1, ws,
                 scores, y, lrow, onz):
     """Active set from the support ``V0`` with weights ``w0``, factorised
@@ -305,7 +306,7 @@ def _warm_start(eta, n_unary, V0, w0, V, nzi, nnz, nnzu, nrm2, free, slot, G, Lf
     return m, c, nfree
 
 
-@njit(cache=True)
+@njit_inner()
 def _cold_start(eta, n_unary, oracle, params, nfree, V, nzi, nnz, nnzu, nrm2, free, slot, G,
                 Lf, w1, ws, scores, y, out, onz):
     """Active set ``{MAP vertex}`` with weight one (the oracle on ``eta``,
@@ -331,7 +332,7 @@ def _cold_start(eta, n_unary, oracle, params, nfree, V, nzi, nnz, nnzu, nrm2, fr
 # ------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit_inner()
 def _null_space_step(m, nfree, c, scale, free, slot, G, Lf, w1, ws, scores, y, d, lrow, t1,
                      keep):
     """Simplex step for the pending candidate at position ``m``.
@@ -372,7 +373,7 @@ def _null_space_step(m, nfree, c, scale, free, slot, G, Lf, w1, ws, scores, y, d
     return m, nfree, pending, True
 
 
-@njit(cache=True)
+@njit_inner()
 def _solve_restricted_qp(m, c, G, Lf, w1, ws, scores, y, y_hat, t1, t2):
     """Maximise the objective on the affine hull of the active set
     (:func:`~structlearn.kernels._active_set_factor._kkt_solve`, into
@@ -388,7 +389,7 @@ def _solve_restricted_qp(m, c, G, Lf, w1, ws, scores, y, y_hat, t1, t2):
     return True
 
 
-@njit(cache=True)
+@njit_inner()
 def _step_towards_restricted(m, nfree, free, slot, G, Lf, w1, ws, scores, y, y_hat, keep):
     """Line search (Eq. 10): move the iterate ``y`` towards the infeasible
     restricted solution ``y_hat`` until a weight hits zero, and drop the
@@ -410,7 +411,7 @@ def _step_towards_restricted(m, nfree, free, slot, G, Lf, w1, ws, scores, y, y_h
     return m, nfree
 
 
-@njit(cache=True)
+@njit_inner()
 def _most_violating_vertex(eta, n_unary, oracle, params, m, V, nzi, nnzu, slot, scores, y,
                            out, onz, u, adj):
     """The MAP oracle on the gradient at the iterate: ``u = M_I y``, then
@@ -437,7 +438,7 @@ def _most_violating_vertex(eta, n_unary, oracle, params, m, V, nzi, nnzu, slot, 
     return gap, k_o, nrm_o
 
 
-@njit(cache=True)
+@njit_inner()
 def _pairwise_step(m, nfree, dup, scale, V, nzi, nnzu, free, slot, G, Lf, w1, ws, scores, y,
                    lin, keep, u):
     """Polishing step when the oracle's vertex is the active position
@@ -485,7 +486,7 @@ def _pairwise_step(m, nfree, dup, scale, V, nzi, nnzu, free, slot, G, Lf, w1, ws
 # ------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit_inner()
 def _collect_support(p, n, V, slot, y):
     """The support among the first ``n`` positions: vertices of positive
     weight (those kept at weight zero, or a dependent candidate left over
