@@ -12,7 +12,7 @@ from numba import njit, types
 
 from ._lazy import njit_on_first_call
 from ._sparsemap_types import _ORACLE, ENCODE_SIGNATURE
-from .active_set import sparsemap_active_set, sparsemap_active_set_warm
+from .active_set import sparsemap_active_set_warm
 
 
 @njit_on_first_call(
@@ -33,12 +33,14 @@ def sparsemap_active_set_ragged(theta, part_off, n_unary, oracle, params_flat, p
     n = part_off.shape[0] - 1
     mu = np.zeros(theta.shape[0])
     n_capped = 0
-    for i in range(n):
+    w0 = np.zeros(0)   # cold starts: no support (the warm solver directly, not
+    for i in range(n):  # through sparsemap_active_set, one kernel less to compile)
         a = part_off[i]
         b = part_off[i + 1]
         eta = theta[a:b].copy()
         params = params_flat[params_off[i]:params_off[i + 1]].copy()
-        m, _, _, it = sparsemap_active_set(eta, n_unary[i], oracle, params, max_iter, tol)
+        m, _, _, it = sparsemap_active_set_warm(eta, n_unary[i], oracle, params, max_iter,
+                                                tol, np.zeros((0, b - a)), w0)
         if it >= max_iter:
             n_capped += 1
         for j in range(b - a):
