@@ -132,6 +132,12 @@ def check_matrix(X, name="X"):
     least one row and one column, finite, of moderate size, from a real
     numeric input (bool, int, float or object holding numbers).
 
+    A dense result is C-contiguous (copied if need be), so that a model
+    does not depend on the memory layout of its input: BLAS sums a
+    column-major or strided matrix (a DataFrame's values, a column slice)
+    in another order than a C-contiguous one, which changes weights in their
+    last digits.
+
     Strings (even numeric ones), bytes, dates and structured dtypes are
     rejected rather than converted.
     """
@@ -155,8 +161,8 @@ def check_matrix(X, name="X"):
             raise TypeError(f"{where} is not a number: float() argument must be a string "
                             f"or a real number, not '{type(v).__name__}'.")
     with np.errstate(all="ignore"):
-        X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False,
-                        ensure_min_samples=1, input_name=name)
+        X = check_array(X, accept_sparse="csr", dtype=np.float64, order="C",
+                        ensure_all_finite=False, ensure_min_samples=1, input_name=name)
     check_finite_matrix(X, name)
     return X
 

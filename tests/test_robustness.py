@@ -14,6 +14,8 @@ from structlearn import (DependencyParser, LabelRanker, MultiLabelClassifier,
 from structlearn.kernels.tree_validation import validate_heads
 from structlearn.losses import Projection
 
+from test_estimators import multilabel_data, ordinal_data, ranking_data
+
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 FIXED = {
@@ -120,3 +122,20 @@ def test_parser_one_word_sentences_and_ties(loss):
     for m in est.predict_marginals(tests):
         assert np.all(np.isfinite(m))
         np.testing.assert_allclose(m.sum(axis=1), 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("make, data", [
+    (lambda: MultiLabelClassifier(max_iter=50), multilabel_data),
+    (lambda: LabelRanker(max_iter=50), ranking_data),
+    (lambda: OrdinalRegressor(max_iter=50), ordinal_data),
+])
+def test_the_model_does_not_depend_on_the_memory_layout_of_X(make, data):
+    # BLAS sums a column-major or strided matrix in another order than a
+    # C-contiguous one (seen on AVX-512 OpenBLAS: weights 1e-12 apart), so
+    # the estimators fit a C-contiguous copy
+    X, Y = data()
+    ref = make().fit(np.ascontiguousarray(X), Y)
+    wide = np.hstack([X, X])
+    for X_other in (np.asfortranarray(X), wide[:, :X.shape[1]], X[::-1][::-1]):
+        est = make().fit(X_other, Y)
+        np.testing.assert_array_equal(est.coef_, ref.coef_)
