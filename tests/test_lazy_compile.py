@@ -91,3 +91,49 @@ def test_import_structlearn_imports_no_estimator_until_one_is_used():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300)
     assert res.returncode == 0, res.stderr
+
+
+
+#: Run in a fresh interpreter, so that only these fits' calls count (a test
+#: calling a kernel with a read-only array would not be the package's doing).
+_DUPLICATES_SCRIPT = """
+import importlib, json, pkgutil, sys
+from numba import types
+from numba.core.dispatcher import Dispatcher
+import structlearn.kernels as kernels
+from structlearn._precompile import _compile_one
+
+for name, loss in json.loads(sys.argv[1]):
+    status = _compile_one(name, loss)[0]
+    assert status == "ok", (name, loss, status)
+
+def plain(t):
+    t = types.unliteral(t)
+    return t.copy(readonly=False) if isinstance(t, types.Array) else t
+
+found = {}
+for info in pkgutil.iter_modules(kernels.__path__):
+    module = importlib.import_module(f"structlearn.kernels.{info.name}")
+    for name, obj in vars(module).items():
+        if isinstance(obj, Dispatcher) and obj.__module__ == module.__name__:
+            sigs = list(obj.signatures)
+            if len({tuple(plain(t) for t in s) for s in sigs}) < len(sigs):
+                found[f"{info.name}.{name}"] = [str(s) for s in sigs]
+print(json.dumps(found))
+"""
+
+
+def test_fits_compile_no_kernel_twice_for_a_literal_or_read_only_argument():
+    # Numba compiles a kernel (and everything it calls) once per argument
+    # type, and a literal constant (f(x, 0) beside f(x, i)) or a read-only
+    # array is a type of its own: seconds of a cold first fit for nothing
+    # (docs/design.rst).  The SparseMAP fits of the three structured models
+    # and the parser's CRF, with their predictions.
+    import json
+
+    fits = [["SequenceTagger", "sparsemap"], ["SegmentTagger", "sparsemap"],
+            ["DependencyParser", "sparsemap"], ["DependencyParser", "crf"]]
+    out = subprocess.run([sys.executable, "-c", _DUPLICATES_SCRIPT, json.dumps(fits)],
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {}
