@@ -21,7 +21,7 @@ last word), 1 = unknown value, 2 = the root (position 0), known values from
 import numpy as np
 from numba import njit
 
-from ._math import prefetch
+from ._math import _float_of_bits, prefetch
 
 #: Token attribute columns, in this order.
 ATTRIBUTES = ("form", "lemma", "upos", "xpos", "prefix", "feats")
@@ -687,10 +687,6 @@ def _arc_values(A, word_off, a, b, T, table, dd_implies_plain, ids_out):
     bcount = np.zeros(max_n * (max_n + 1), dtype=np.int64)
     BV = np.empty(1024, dtype=np.int64)
     missing = np.int64(-1) if ids_out else np.int64(0)   # 0: the bits of 0.0
-    WPf = WP.view(np.float64)   # the weights, for the scores
-    WDf = WD.view(np.float64)
-    PVf = PV.view(np.float64)
-    DVf = DV.view(np.float64)
     r0 = np.int64(0)
     k = np.int64(0)   # ids written
     for i in range(a, b):
@@ -702,7 +698,6 @@ def _arc_values(A, word_off, a, b, T, table, dd_implies_plain, ids_out):
                           WP, KP, WD, keys, known, vals, src)
         BV = _between_values(table, A, w0, n, nt, dd_implies_plain, missing, tags,
                              n_tags, keys, known, vals, src, HX, PK, PV, bstart, bcount, BV)
-        BVf = BV.view(np.float64)
         for m in range(1, n + 1):
             _row_values(table, S, n, m, npair, pair, nmv, V, dd_implies_plain, missing,
                         hr, ddr, keys, known, vals, src, HX, PK, PV, DV)
@@ -742,17 +737,17 @@ def _arc_values(A, word_off, a, b, T, table, dd_implies_plain, ids_out):
                         k += 1
                     indptr[r0 + ra + 1] = k
                 else:
-                    s = 0.0
+                    s = 0.0   # (the values are weights' bits: _float_of_bits)
                     for t in range(nt):
                         if one_side[t]:
                             p = m if nh[t] == 0 else h
-                            s += WPf[t, p]
-                            s += WDf[t, p, dd]
+                            s += _float_of_bits(WP[t, p])
+                            s += _float_of_bits(WD[t, p, dd])
                         else:
-                            s += PVf[base + pidx[t]]
-                            s += DVf[base + pidx[t]]
+                            s += _float_of_bits(PV[base + pidx[t]])
+                            s += _float_of_bits(DV[base + pidx[t]])
                     for q in range(bcount[ra]):
-                        s += BVf[bstart[ra] + q]
+                        s += _float_of_bits(BV[bstart[ra] + q])
                     theta[r0 + ra] = s
         r0 += n * (n + 1)
     return theta, indptr, ids[:k].copy()
