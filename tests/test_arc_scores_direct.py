@@ -172,24 +172,58 @@ def test_parser_predicts_from_fused_scores_what_the_materialised_scores_give():
 
 
 def test_weight_table_holds_every_feature_beside_its_weight():
-    from structlearn.kernels.arcs import _find
+    from structlearn.kernels.arcs import BUCKET, _find
 
     rng = np.random.RandomState(3)
     X, y = random_sentences(rng, 40, 10)
     vec = ArcVectorizer().fit(X, y)
     coef = rng.randn(vec.n_features_)
     table = vec._weight_table(coef).table
+    assert table.ctypes.data % 64 == 0   # a bucket is one cache line
     keys = vec._keys_by_id()
     assert len(np.unique(keys)) == vec.n_features_ and np.all(keys != 0)
-    weights = table[1::2].view(np.float64)
+    weights = table.view(np.float64)
     for f in rng.choice(vec.n_features_, 50, replace=False):
-        s = _find(table, keys[f])
-        assert s >= 0 and table[2 * s] == keys[f] and weights[s] == coef[f]
+        i = _find(table, keys[f])
+        # the value sits in the key's bucket, BUCKET entries after its key
+        assert i >= 0 and table[i - BUCKET] == keys[f] and weights[i] == coef[f]
+        assert (i // (2 * BUCKET)) == ((i - BUCKET) // (2 * BUCKET))
         assert vec.arc_features(*vec.transform(X[:1]), 0, 1)[1].dtype == np.int32
     assert _find(table, np.int64(12345678901)) == -1
-    assert np.count_nonzero(table[0::2]) == vec.n_features_
+    key_slots = table.reshape(-1, 2 * BUCKET)[:, :BUCKET]
+    assert np.count_nonzero(key_slots) == vec.n_features_
     with pytest.raises(ValueError, match="coef must have shape"):
         vec._weight_table(coef[:-1])
+
+
+@pytest.mark.parametrize("home", [3, 15])   # 15: the last bucket, probing wraps around
+def test_table_lookups_follow_keys_into_the_next_buckets(home):
+    """Keys that share a home bucket overflow into the next ones: the
+    branch-free bucket compare of ``_lookup_all`` and ``_find`` must follow
+    them there, and report absent keys (also of that home) as unknown --
+    checked against a dict."""
+    from structlearn.feature_extraction._arcs import _new_table
+    from structlearn.kernels.arcs import BUCKET, _find, _lookup_all
+
+    n_buckets = 16
+    # the home bucket of a key is (key >> 1) & (n_buckets - 1); keys odd
+    same = [(((j * n_buckets + home) << 1) | 1) for j in range(1, 4 * BUCKET + 2)]
+    rng = np.random.RandomState(0)
+    other = [int(k) | 1 for k in rng.randint(1, 2**62, size=8)]
+    keys = np.array(same[:3 * BUCKET] + other, dtype=np.int64)
+    values = rng.randint(0, 10**9, size=len(keys)).astype(np.int64)
+    table = _new_table(keys, values)
+    assert len(table) == 2 * BUCKET * n_buckets
+    truth = dict(zip(keys.tolist(), values.tolist()))
+    probe = np.array(same + other + [int(k) | 1 for k in rng.randint(1, 2**62, size=8)],
+                     dtype=np.int64)
+    known = np.zeros(len(probe), dtype=np.bool_)
+    vals = np.zeros(len(probe), dtype=np.int64)
+    _lookup_all(table, probe, known, vals, np.int64(len(probe)), np.int64(-7))
+    for key, kn, v in zip(probe.tolist(), known, vals):
+        assert kn == (key in truth) and v == truth.get(key, -7)
+        i = _find(table, np.int64(key))
+        assert (i >= 0) == (key in truth) and (i < 0 or table[i] == truth[key])
 
 
 def test_parser_weight_table_follows_coef_and_is_not_pickled():
@@ -237,7 +271,14 @@ def test_vectorizer_unpickles_a_pickled_feature_table():
     X, y = random_sentences(rng, 30, 8)
     vec = ArcVectorizer().fit(X, y)
     state = {k: v for k, v in vec.__dict__.items() if k not in ("_keys", "_table_cache")}
-    state["_table"] = vec._table.copy()
+    # their layout: one slot per key (key at 2 s, its column id at 2 s + 1),
+    # twice as many slots as keys, in hash order
+    keys = vec._keys_by_id()
+    n_slots = 1 << int(np.ceil(np.log2(2 * len(keys))))
+    table = np.zeros(2 * n_slots, dtype=np.int64)
+    slots = rng.choice(n_slots, len(keys), replace=False)
+    table[2 * slots], table[2 * slots + 1] = keys, np.arange(len(keys))
+    state["_table"] = table
     old = ArcVectorizer.__new__(ArcVectorizer)
     old.__setstate__(state)          # a state with '_table', as older pickles have
     A, off = vec.transform(X)

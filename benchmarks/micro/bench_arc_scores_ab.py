@@ -34,7 +34,22 @@ from _common import arcs_kernels_at, ewt_parsing_xy  # noqa: E402
 import numpy as np  # noqa: E402
 
 from structlearn.kernels import arcs  # noqa: E402
-from structlearn.feature_extraction._arcs import _dd_implies_plain, _template_ids  # noqa: E402
+from structlearn.feature_extraction._arcs import (  # noqa: E402
+    _dd_implies_plain, _new_table, _template_ids)
+
+
+def table_for(mod, keys, values):
+    """A table of ``keys`` -> ``values`` in the layout the arcs module
+    ``mod`` reads: this checkout's (:func:`_new_table`), or, for a module
+    from before the bucketed tables (no ``BUCKET``), one slot per key in
+    ``2 * capacity`` entries, ``capacity`` the power of two at least twice
+    the number of keys, filled by that module's own ``fill_table``."""
+    if hasattr(mod, "BUCKET"):
+        return _new_table(keys, values)
+    capacity = 1 << int(np.ceil(np.log2(max(16, 2 * len(keys)))))
+    table = np.zeros(2 * capacity, dtype=np.int64)
+    mod.fill_table(table, keys, values)
+    return table
 
 
 def alternate(runs, repeat, clock=time.process_time):
@@ -84,28 +99,30 @@ def main():
     X, _ = ewt_parsing_xy("dev")
     X = X[:args.n]
     A, word_off = est.vectorizer_.transform(X)
-    table = est._weight_table().table
+    keys = est.vectorizer_._keys_by_id()
+    tables = {"base": table_for(old, keys, est.coef_.view(np.int64)),
+              "this": est._weight_table().table}
     ddp = _dd_implies_plain(_template_ids(est.vectorizer_.templates))
     n = len(word_off) - 1
     kern = {"base": old.arc_scores_direct, "this": arcs.arc_scores_direct}
-    outs = {k: f(A, word_off, 0, n, arcs.TEMPLATES, table, ddp) for k, f in kern.items()}
+    outs = {k: f(A, word_off, 0, n, arcs.TEMPLATES, tables[k], ddp) for k, f in kern.items()}
     if not np.array_equal(outs["base"], outs["this"]):
         raise SystemExit("arc scores differ")
     load0 = os.getloadavg()[0]
-    times = alternate({k: (lambda f=f: f(A, word_off, 0, n, arcs.TEMPLATES, table, ddp))
+    times = alternate({k: (lambda f=f, k=k: f(A, word_off, 0, n, arcs.TEMPLATES, tables[k], ddp))
                        for k, f in kern.items()}, args.repeat)
     ratio = np.asarray(times["base"]) / np.asarray(times["this"])
-    print(f"{n} sentences, {len(table) // 2} table slots; base {args.base} "
+    print(f"{n} sentences, {len(keys)} features; base {args.base} "
           f"{np.median(times['base']):.3f} s, this {np.median(times['this']):.3f} CPU s (median); "
           f"ratio base/this {np.median(ratio):.3f} (range {ratio.min():.3f}-{ratio.max():.3f}); "
           f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}; scores identical")
     if args.ids:
         ids_ab(est, A, word_off, n, old, ddp, args.repeat)
     if args.small_table:
-        keys = est.vectorizer_._keys_by_id()[:20000]
-        small = np.zeros(2 * 2**16, dtype=np.int64)
-        arcs.fill_table(small, keys, est.coef_[:20000].view(np.int64))
-        small_times = alternate({k: (lambda f=f: f(A, word_off, 0, n, arcs.TEMPLATES, small, ddp))
+        small = {k: table_for(old if k == "base" else arcs, keys[:20000],
+                              est.coef_[:20000].view(np.int64)) for k in kern}
+        small_times = alternate({k: (lambda f=f, k=k: f(A, word_off, 0, n, arcs.TEMPLATES,
+                                                        small[k], ddp))
                                  for k, f in kern.items()}, args.repeat)
         med = {k: np.median(v) for k, v in small_times.items()}
         print("cache-resident table (20,000 features): " + ", ".join(
@@ -113,7 +130,12 @@ def main():
             + f" (median of {args.repeat}); the share of the real table's time that is work: "
             + ", ".join(f"{k} {med[k] / np.median(times[k]):.2f}" for k in kern))
     if args.predict:
-        predict_ab(est, X, old.arc_scores_direct, args.repeat)
+        base_table = tables["base"]
+
+        def base_kernel(A, word_off, a, b, T, table, ddp):   # the base's own table
+            return old.arc_scores_direct(A, word_off, a, b, T, base_table, ddp)
+
+        predict_ab(est, X, base_kernel, args.repeat)
 
 
 def ids_ab(est, A, word_off, n, old, ddp, repeat):
@@ -121,7 +143,9 @@ def ids_ab(est, A, word_off, n, old, ddp, repeat):
     may lack ``dd_implies_plain``), alternating, CPU seconds."""
     import inspect
     ftable = est.vectorizer_._table
-    base_args = (A, word_off, 0, n, arcs.TEMPLATES, ftable)
+    keys = est.vectorizer_._keys_by_id()
+    base_args = (A, word_off, 0, n, arcs.TEMPLATES,
+                 table_for(old, keys, np.arange(len(keys), dtype=np.int64)))
     if len(inspect.signature(getattr(old.arc_feature_ids, "py_func",
                                      old.arc_feature_ids)).parameters) == 7:
         base_args += (ddp,)

@@ -28,7 +28,7 @@ from _common import (  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from structlearn.kernels.arcs import TEMPLATES, fill_table  # noqa: E402
+from structlearn.kernels.arcs import TEMPLATES  # noqa: E402
 from structlearn.solvers import thread_map  # noqa: E402
 from structlearn.structures.tree import Tree  # noqa: E402
 
@@ -47,7 +47,7 @@ def main():
     keys = est.vectorizer_._keys
     cap = 1 << int(np.ceil(np.log2(max(16, 2 * len(keys)))))
     table = np.zeros(2 * cap, dtype=np.int64)   # the base's layout (slots, linear probing)
-    fill_table(table, keys, np.arange(len(keys), dtype=np.int64))
+    old.fill_table(table, keys, np.arange(len(keys), dtype=np.int64))
 
     def base_predict(est, X):
         A, word_off, ranges, n_threads = est._scored(X)

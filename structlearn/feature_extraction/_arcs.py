@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import check_int, describe
 from ..kernels.arcs import (
     ATTRIBUTES,
+    BUCKET,
     N_BASE,
     TEMPLATES,
     arc_feature_ids,
@@ -343,15 +344,20 @@ def _new_table(keys, values):
     large arrays: the table is hundreds of MB read at random, and with 4 KB
     pages nearly every lookup would also miss the TLB) and filled by
     ``structlearn.kernels.arcs.fill_table``."""
-    capacity = 1 << int(np.ceil(np.log2(max(16, 2 * len(keys)))))
-    table = np.zeros(2 * capacity, dtype=np.int64)
+    n_buckets = 1 << int(np.ceil(np.log2(max(4, 2 * len(keys) / BUCKET))))
+    size = 2 * BUCKET * n_buckets
+    buf = np.zeros(size + 8, dtype=np.int64)
+    skip = (-buf.ctypes.data % 64) // 8   # buckets aligned on cache lines
+    table = buf[skip:skip + size]
     fill_table(table, keys, values)
     return table
 
 
 def _keys_by_value(table, n):
-    """Keys of a table of ``n`` keys whose values are ``0..n-1`` (the feature
-    table), indexed by value; any slot layout."""
+    """Keys of a feature table of ``n`` keys whose values are ``0..n-1``,
+    indexed by value, in the layout older pickles hold (one slot per key:
+    the key at ``2 s``, its value at ``2 s + 1``, in any order; before the
+    tables had buckets, :func:`_new_table`)."""
     k, v = table[0::2], table[1::2]
     used = k != 0
     keys = np.empty(n, dtype=np.int64)

@@ -323,46 +323,60 @@ def gold_arc_keys(A, word_off, heads, T):
     return keys[:k], tmpl[:k]
 
 
+#: Slots per bucket of a table (:func:`fill_table`): 4 keys and their 4
+#: values, 64 bytes, one cache line.
+BUCKET = 4
+
+
 @njit(cache=True, nogil=True)
 def fill_table(table, keys, values):
-    """Fill ``table`` (int64, zeros, ``2 * capacity`` entries, ``capacity`` a
-    power of two at least twice ``len(keys)``) as an open-addressing table
-    (linear probing) of distinct non-zero ``keys``: slot ``s`` holds the key
-    at ``2 s`` and its value ``values[i]`` at ``2 s + 1`` (empty slots: key
-    0).  The caller allocates the table (NumPy gives large arrays huge
-    pages; see ``feature_extraction._arcs``).
+    """Fill ``table`` (int64, zeros, ``2 * BUCKET * n_buckets`` entries,
+    ``n_buckets`` a power of two, at least twice as many slots as keys, the
+    data 64-byte aligned: :func:`new_table`) with the distinct non-zero
+    ``keys`` and their ``values``, as an open-addressing table of buckets
+    (linear probing over buckets): bucket ``b`` holds up to :data:`BUCKET`
+    keys at ``8 b .. 8 b + 3``, filled in order (empty: key 0), and their
+    values at ``8 b + 4 .. 8 b + 7``; a key's home bucket is its low bits.
 
     Two tables are built: the feature table (value: the feature's column id,
     ``values = arange(n)``), which the training path reads, and at predict
     the weight table (value: the bits of the feature's weight,
-    ``coef.view(np.int64)``), which the fused kernel reads.  Key and value
-    share a cache line: with 5.5 M features (EWT) the table is far larger
-    than the caches and a lookup costs its cache misses -- one per probe
-    instead of two per hit with separate key and value arrays (and, for the
-    weight table, instead of a second miss into the weight vector).
+    ``coef.view(np.int64)``), which the fused kernel reads.  A bucket is one
+    cache line holding keys and values: with 5.5 M features (EWT) the table
+    is far larger than the caches and a lookup costs one cache miss (a
+    bucket overflows into the next one at about 1 % of the keys), and
+    comparing a bucket's four keys needs no branch per slot
+    (:func:`_lookup_all`).
     """
-    mask = len(table) // 2 - 1
+    mask = len(table) // (2 * BUCKET) - 1
     for i in range(len(keys)):
         key = keys[i]
-        s = np.int64(np.uint64(key) & np.uint64(mask))
-        while table[2 * s] != 0:
-            s = (s + 1) & mask
-        table[2 * s] = key
-        table[2 * s + 1] = values[i]
+        b = np.int64((np.uint64(key) >> np.uint64(1)) & np.uint64(mask))
+        while table[2 * BUCKET * b + BUCKET - 1] != 0:
+            b = (b + 1) & mask
+        o = 2 * BUCKET * b
+        j = 0
+        while table[o + j] != 0:
+            j += 1
+        table[o + j] = key
+        table[o + BUCKET + j] = values[i]
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _find(table, key):
-    """Slot of ``key`` in ``table`` (:func:`fill_table`), -1 if absent."""
-    mask = len(table) // 2 - 1
-    s = np.int64(np.uint64(key) & np.uint64(mask))
+    """Index in ``table`` (:func:`fill_table`) of the value of ``key``, -1 if
+    absent."""
+    mask = len(table) // (2 * BUCKET) - 1
+    b = np.int64((np.uint64(key) >> np.uint64(1)) & np.uint64(mask))
     while True:
-        k = table[2 * s]
-        if k == key:
-            return s
-        if k == 0:
-            return -1
-        s = (s + 1) & mask
+        o = 2 * BUCKET * b
+        for j in range(BUCKET):
+            k = table[o + j]
+            if k == key:
+                return o + BUCKET + j
+            if k == 0:
+                return -1
+        b = (b + 1) & mask
 
 
 @njit(cache=True, nogil=True)
@@ -389,9 +403,9 @@ def _template_kinds(T):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _slot(table, key):
-    """Home slot of ``key`` in ``table`` (:func:`fill_table`)."""
-    return np.int64(np.uint64(key) & np.uint64(len(table) // 2 - 1))
+def _bucket(table, key):
+    """Index in ``table`` of the home bucket of ``key`` (:func:`fill_table`)."""
+    return 2 * BUCKET * np.int64((np.uint64(key) >> np.uint64(1)) & np.uint64(len(table) // (2 * BUCKET) - 1))
 
 
 #: How many lookups ahead :func:`_lookup_all` prefetches (16 and 64 measured
@@ -404,20 +418,34 @@ def _lookup_all(table, keys, known, vals, c, missing):
     """Look up ``keys[:c]`` in ``table``: whether each is known into
     ``known``, its value (``missing`` if unknown) into ``vals`` (int64: a
     column id of the feature table, or a weight's bits in the weight
-    table).  The slot of the key
-    :data:`PREFETCH_AHEAD` places on is prefetched, so that about that many
-    memory loads are in flight at any time.  (Called, not inlined with
+    table).  The home bucket of the key :data:`PREFETCH_AHEAD` places on is
+    prefetched, so that about that many memory loads are in flight at any
+    time.  A bucket's four keys are compared and its value selected without
+    a branch per slot; only a full bucket without the key (about 1 % of
+    lookups) goes on to the next.  (Called, not inlined with
     ``inline="always"``: the same speed, measured, and compiled once instead
     of in each caller; its callers count ``c`` from ``np.int64(0)``, as a
     literal 0 would compile it once more.)"""
     for j in range(min(PREFETCH_AHEAD, c)):
-        prefetch(table, 2 * _slot(table, keys[j]))
+        prefetch(table, _bucket(table, keys[j]))
     for j in range(c):
         if j + PREFETCH_AHEAD < c:
-            prefetch(table, 2 * _slot(table, keys[j + PREFETCH_AHEAD]))
-        s = _find(table, keys[j])
-        known[j] = s >= 0
-        vals[j] = table[2 * s + 1] if s >= 0 else missing
+            prefetch(table, _bucket(table, keys[j + PREFETCH_AHEAD]))
+        key = keys[j]
+        o = _bucket(table, key)
+        h0 = np.int64(table[o] == key)
+        h1 = np.int64(table[o + 1] == key)
+        h2 = np.int64(table[o + 2] == key)
+        h3 = np.int64(table[o + 3] == key)
+        hit = h0 | h1 | h2 | h3
+        v = (table[o + 4] & -h0) | (table[o + 5] & -h1) | (table[o + 6] & -h2) \
+            | (table[o + 7] & -h3)
+        if hit == 0 and table[o + 3] != 0:   # a full bucket: look further
+            i = _find(table, key)
+            hit = np.int64(i >= 0)
+            v = table[i] if i >= 0 else 0
+        known[j] = hit != 0
+        vals[j] = v if hit != 0 else missing
 
 
 @njit(cache=True, nogil=True)
@@ -570,40 +598,50 @@ def _between_values(table, A, w0, n, nt, dd_implies_plain, missing,
 
 @njit(cache=True, nogil=True)
 def _row_values(table, S, n, m, npair, pair, nmv, V, dd_implies_plain, missing,
-                hr, ddr, keys, known, vals, src, HX, PK, PV, DV):
+                ddh, keys, known, vals, src, HX, DK, PK, PV, DV):
     """Values (weights' bits or column ids, see :func:`_lookup_all`) of the
-    two-sided templates' features of the arcs into ``m``: with ``hr`` the
-    heads ``0..n`` but ``m`` in order, ``PV[hh * npair + ti]`` (known:
-    ``PK``) is the plain feature's of template ``pair[ti]`` on the arc
-    ``hr[hh] -> m``, ``DV`` its direction-distance feature's (``missing``:
-    unknown or not looked up).  The keys of the whole row are computed
-    first, then looked up (:func:`_lookup_all`), so that the loads
+    two-sided templates' features of the arcs into ``m``: with ``hh`` the
+    rank of head ``h`` among the heads ``0..n`` but ``m`` (``h`` below
+    ``m``, ``h - 1`` above), ``PV[ti * n + hh]`` (known: ``PK``) is the
+    plain feature's of template ``pair[ti]`` on the arc ``h -> m``, ``DV``
+    its direction-distance feature's (``missing``: unknown or not looked
+    up); ``ddh[h]``: the direction-distance of ``h -> m``.  A template's
+    hashes are computed for every head at once (``h = m`` included, not
+    used): loops without branches, which vectorise; then the keys of the
+    whole row are looked up (:func:`_lookup_all`), so that the loads
     overlap."""
-    k = 0
-    for h in range(n + 1):
-        if h != m:
-            hr[k] = h
-            ddr[k] = _dir_dist(h, m)
-            k += 1
+    n1 = n + 1
+    for h in range(n1):
+        ddh[h] = _dir_dist(h, m)
+    for ti in range(npair):
+        t = pair[ti]
+        o = ti * n1
+        for h in range(n1):
+            HX[o + h] = S[t, h]
+        for j in range(nmv[ti]):
+            v = V[ti, m, j]
+            for h in range(n1):
+                HX[o + h] = _mix(HX[o + h], v)
+        for h in range(n1):
+            DK[o + h] = _dd_key(HX[o + h], ddh[h])
     c = np.int64(0)
-    for hh in range(n):
-        h = hr[hh]
-        for ti in range(npair):
-            x = S[pair[ti], h]
-            for j in range(nmv[ti]):
-                x = _mix(x, V[ti, m, j])
-            HX[c] = x
-            keys[c] = _plain_key(x)
-            c += 1
+    for ti in range(npair):
+        o = ti * n1
+        for h in range(n1):
+            if h != m:
+                keys[c] = _plain_key(HX[o + h])
+                c += 1
     _lookup_all(table, keys, PK, PV, c, missing)
     c = np.int64(0)
     idx = 0
-    for hh in range(n):
-        dd = ddr[hh]
-        for ti in range(npair):
+    for ti in range(npair):
+        o = ti * n1
+        for h in range(n1):
+            if h == m:
+                continue
             DV[idx] = missing
             if PK[idx] or not dd_implies_plain:
-                keys[c] = _dd_key(HX[idx], dd)
+                keys[c] = DK[o + h]
                 src[c] = idx
                 c += 1
             idx += 1
@@ -682,7 +720,9 @@ def _arc_values(A, word_off, a, b, T, table, dd_implies_plain, ids_out):
     PV = np.empty(size, dtype=np.int64)      # their values,
     DV = np.empty(size, dtype=np.int64)      # direction-distance values
     hr = np.empty(max_n + 1, dtype=np.int64)       # the heads of a row,
-    ddr = np.empty(max_n + 1, dtype=np.int64)      # their direction-distance
+    ddh = np.empty(max_n + 1, dtype=np.int64)      # direction-distance per head
+    DK = np.empty(size, dtype=np.int64)            # direction-distance keys of a row
+    rs = np.empty(max_n + 1)                       # the scores of a row
     bstart = np.empty(max_n * (max_n + 1), dtype=np.int64)
     bcount = np.zeros(max_n * (max_n + 1), dtype=np.int64)
     BV = np.empty(1024, dtype=np.int64)
@@ -700,32 +740,29 @@ def _arc_values(A, word_off, a, b, T, table, dd_implies_plain, ids_out):
                              n_tags, keys, known, vals, src, HX, PK, PV, bstart, bcount, BV)
         for m in range(1, n + 1):
             _row_values(table, S, n, m, npair, pair, nmv, V, dd_implies_plain, missing,
-                        hr, ddr, keys, known, vals, src, HX, PK, PV, DV)
+                        ddh, keys, known, vals, src, HX, DK, PK, PV, DV)
             if ids_out and k + (n + 1) * (2 * nt + 4 * nb * (n + 1)) > len(ids):
                 grown = np.empty(max(2 * len(ids), k + (n + 1) * (2 * nt + 4 * nb * (n + 1))),
                                  dtype=np.int32)
                 for j in range(k):   # (a loop, as above)
                     grown[j] = ids[j]
                 ids = grown
-            hh = 0
-            for h in range(n + 1):
-                ra = (m - 1) * (n + 1) + h
-                if h == m:
-                    if ids_out:
+            if ids_out:
+                hh = 0
+                for h in range(n + 1):
+                    ra = (m - 1) * (n + 1) + h
+                    if h == m:
                         indptr[r0 + ra + 1] = k
-                    continue
-                dd = ddr[hh]
-                base = hh * npair
-                hh += 1
-                if ids_out:
+                        continue
+                    dd = ddh[h]
                     for t in range(nt):
                         if one_side[t]:
                             p = m if nh[t] == 0 else h
                             f = WP[t, p]
                             g = WD[t, p, dd]
                         else:
-                            f = PV[base + pidx[t]]
-                            g = DV[base + pidx[t]]
+                            f = PV[pidx[t] * n + hh]
+                            g = DV[pidx[t] * n + hh]
                         if f >= 0:
                             ids[k] = f
                             k += 1
@@ -736,16 +773,33 @@ def _arc_values(A, word_off, a, b, T, table, dd_implies_plain, ids_out):
                         ids[k] = BV[bstart[ra] + q]
                         k += 1
                     indptr[r0 + ra + 1] = k
-                else:
-                    s = 0.0   # (the values are weights' bits: _float_of_bits)
-                    for t in range(nt):
-                        if one_side[t]:
-                            p = m if nh[t] == 0 else h
-                            s += _float_of_bits(WP[t, p])
-                            s += _float_of_bits(WD[t, p, dd])
-                        else:
-                            s += _float_of_bits(PV[base + pidx[t]])
-                            s += _float_of_bits(DV[base + pidx[t]])
+                    hh += 1
+            else:
+                # the scores of the row's arcs, each a sum in the order of
+                # arc_keys (bit for bit arc_scores), summed for all heads at
+                # once: a template's values are contiguous over the heads
+                for hh in range(n):
+                    hr[hh] = hh if hh < m else hh + 1
+                    rs[hh] = 0.0
+                for t in range(nt):   # (the values are weights' bits: _float_of_bits)
+                    if one_side[t] and nh[t] == 0:   # the modifier's side
+                        wp = _float_of_bits(WP[t, m])
+                        for hh in range(n):
+                            rs[hh] += wp
+                            rs[hh] += _float_of_bits(WD[t, m, ddh[hr[hh]]])
+                    elif one_side[t]:                # the head's side
+                        for hh in range(n):
+                            h = hr[hh]
+                            rs[hh] += _float_of_bits(WP[t, h])
+                            rs[hh] += _float_of_bits(WD[t, h, ddh[h]])
+                    else:
+                        o = pidx[t] * n
+                        for hh in range(n):
+                            rs[hh] += _float_of_bits(PV[o + hh])
+                            rs[hh] += _float_of_bits(DV[o + hh])
+                for hh in range(n):
+                    ra = (m - 1) * (n + 1) + hr[hh]
+                    s = rs[hh]
                     for q in range(bcount[ra]):
                         s += _float_of_bits(BV[bstart[ra] + q])
                     theta[r0 + ra] = s
