@@ -3,13 +3,13 @@ and on a loaded machine.
 
 The CRF fit spends nearly all its time in the chain problem's
 ``value_and_grad`` (one call per L-BFGS evaluation), which splits the
-sentences' chunks over ``n_jobs`` threads.  This script times that call
-with 1 thread and with 2 threads (one contiguous run of chunks per thread),
-alternately at the same weights, first as the machine is, then while one
-CPU-bound process of our own runs (``python -c "while True: pass"``,
-stopped at the end).  (A dynamic split -- each thread taking the next chunk
-not yet taken -- was timed beside the static one on 2026-11-27 and was no
-faster, loaded or not: see ``results/crf_threads.md``; it is not kept.)  The table gives
+sentences' chunks over ``n_jobs`` threads as ``TASKS_PER_THREAD`` tasks
+per thread (contiguous runs of chunks, taken by the threads in turn).  This
+script times that call with 1 thread and with 2 threads, with one task per
+thread (a static split) and with ``--tasks`` tasks per thread (default 4
+and 8; the module constant set for the call), alternately at the same
+weights, first as the machine is, then while one CPU-bound process of our
+own runs (``python -c "while True: pass"``, stopped at the end).  The table gives
 the median and spread (min-max) over the repeats and the ratio of medians
 to 1 thread in the same phase (side by side, so the ratio holds on a noisy
 machine; absolute times do not).  The two must agree (checked).
@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 from structlearn import SequenceTagger  # noqa: E402
 from structlearn.estimators.sequence import chain_problem  # noqa: E402
 from structlearn.losses import CRF  # noqa: E402
+from structlearn.solvers import _ragged  # noqa: E402
 
 
 def main(argv=None):
@@ -44,6 +45,8 @@ def main(argv=None):
         parents=[common_parser("repeat", "out", "no_write", "data", repeat=9,
                                out="crf_threads")])
     ap.add_argument("--n-train", type=int, default=None)
+    ap.add_argument("--tasks", default="4,8",
+                    help="tasks per thread to time beside one (comma-separated)")
     args = parse_args(ap, argv)
     X, y = conll2000_xy("train")
     if args.n_train:
@@ -54,13 +57,16 @@ def main(argv=None):
     K = len(classes)
     probs = {nj: chain_problem(tokens, tok_off, y_int, K, sup_ptr, sup_label, CRF(), True, nj)
              for nj in (1, 2)}
-    variants = [("1 thread", 1), ("2 threads", 2)]
+    variants = [("1 thread", 1, 1), ("2 threads, 1 task each", 2, 1)] + [
+        (f"2 threads, {t} tasks each", 2, t) for t in map(int, args.tasks.split(","))]
     z = np.random.default_rng(0).normal(scale=0.3, size=probs[1].n_params)
 
     v1, g1 = probs[1].value_and_grad(z)
-    v2, g2 = probs[2].value_and_grad(z)
-    np.testing.assert_allclose(v2, v1, rtol=1e-12)
-    np.testing.assert_allclose(g2, g1, rtol=1e-10, atol=1e-10)
+    for _, nj, tasks in variants[1:]:
+        _ragged.TASKS_PER_THREAD = tasks
+        v2, g2 = probs[nj].value_and_grad(z)
+        np.testing.assert_allclose(v2, v1, rtol=1e-12)
+        np.testing.assert_allclose(g2, g1, rtol=1e-10, atol=1e-10)
     rows = []
     for phase in ("as is", "one busy process"):
         busy = None
@@ -69,9 +75,10 @@ def main(argv=None):
             time.sleep(1.0)
         try:
             load = os.getloadavg()[0]
-            times = {name: [] for name, _ in variants}
-            for _ in range(args.repeat):
-                for name, nj in variants:
+            times = {name: [] for name, _, _ in variants}
+            for r in range(args.repeat):
+                for name, nj, tasks in (variants if r % 2 == 0 else variants[::-1]):
+                    _ragged.TASKS_PER_THREAD = tasks
                     t0 = time.perf_counter()
                     probs[nj].value_and_grad(z)
                     times[name].append(time.perf_counter() - t0)

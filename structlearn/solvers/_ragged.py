@@ -7,6 +7,15 @@ from ..structures.base import RangeCaches, SupportCache
 from ._protocol import normalized_weights
 from ._threads import n_workers, split_concat, thread_map
 
+#: Tasks per thread of a full pass (:meth:`RaggedProblem.value_and_grad`),
+#: contiguous runs of chunks that the pool's threads take in turn.  One: a
+#: CRF evaluation on CoNLL-2000 with two threads took 0.53 / 0.55 / 0.56 of
+#: one thread's time with 1 / 4 / 8 tasks per thread on an idle machine and
+#: 0.87 / 0.83 / 0.92 beside one other busy process (15 alternating rounds,
+#: ``benchmarks/micro/bench_crf_threads.py``, ``results/crf_threads_tasks.md``):
+#: more, smaller tasks do not help a thread that shares its core.
+TASKS_PER_THREAD = 1
+
 
 class RaggedProblem:
     """Training problem of variable-length examples (see ``structlearn.solvers``).
@@ -144,8 +153,10 @@ class RaggedProblem:
         k = min(self.n_threads, len(self.chunks))
         if k == 1:
             return self._group_value_and_grad(z, self.chunks)
-        # one task per thread (contiguous chunks), each with its own gradient
-        bounds = np.linspace(0, len(self.chunks), k + 1).astype(int)
+        # TASKS_PER_THREAD tasks per thread (contiguous chunks), each with its
+        # own gradient, summed in task order
+        n_tasks = min(len(self.chunks), TASKS_PER_THREAD * k)
+        bounds = np.linspace(0, len(self.chunks), n_tasks + 1).astype(int)
         res = thread_map(lambda ab: self._group_value_and_grad(z, self.chunks[ab[0]:ab[1]]),
                          zip(bounds[:-1], bounds[1:]), k)
         return np.concatenate([r[0] for r in res]), sum(r[1] for r in res)
