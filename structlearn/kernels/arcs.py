@@ -405,7 +405,8 @@ def _template_kinds(T):
 @njit(cache=True, nogil=True, inline="always")
 def _bucket(table, key):
     """Index in ``table`` of the home bucket of ``key`` (:func:`fill_table`)."""
-    return 2 * BUCKET * np.int64((np.uint64(key) >> np.uint64(1)) & np.uint64(len(table) // (2 * BUCKET) - 1))
+    mask = np.uint64(len(table) // (2 * BUCKET) - 1)
+    return 2 * BUCKET * np.int64((np.uint64(key) >> np.uint64(1)) & mask)
 
 
 #: How many lookups ahead :func:`_lookup_all` prefetches (16 and 64 measured

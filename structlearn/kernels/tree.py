@@ -86,7 +86,7 @@ and the head-array checks in ``kernels.tree_validation``.
 import numpy as np
 from numba import njit
 
-from ._lazy import njit_on_first_call
+from ._lazy import njit_inner, njit_on_first_call
 from .sparsemap import ENCODE_SIGNATURE, ORACLE_SIGNATURE, block_params
 from .tree_map import _eisner_into, _map_into, _mst_into
 from .projections import project_simplex
@@ -274,24 +274,47 @@ def second_best_tree(S, heads, single_root, projective):
 
 
 # ---------------------------------------------------------- SparseMAP oracle
-@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
-def tree_map(eta, params, out):
-    """MAP oracle for one sentence, ``params = [n, single_root, projective]``.
-
-    ``eta`` and ``out`` are flat ``(n, n + 1)`` arc-score blocks; writes
-    ``phi(argmax)`` (tie-breaking of :func:`~structlearn.kernels.tree_map.mst_heads` or
-    :func:`~structlearn.kernels.tree_map.eisner_heads`) into ``out`` after zeroing it.
-    """
-    n = int(params[0])
-    single_root = params[1] != 0.0
-    projective = params[2] != 0.0
-    S = eta.reshape((n, n + 1))
-    heads = np.empty(n, dtype=np.int64)
-    none = np.int64(-1)   # literals would compile the callees once more
-    _map_into(S, single_root, projective, none, none, heads, np.int64(0))
+# One oracle per algorithm, chosen in Python (tree_map_oracle): an oracle
+# that branched on ``projective`` at run time compiled Eisner's algorithm
+# (1.6 s) into every non-projective parser's first SparseMAP fit.
+@njit_inner()
+def _encode_heads_into(heads, n, out):
+    """``out`` (flat ``(n, n + 1)``) zeroed, then 1 at every arc of ``heads``."""
     out[:] = 0.0
     for m in range(1, n + 1):
         out[(m - 1) * (n + 1) + heads[m - 1]] = 1.0
+
+
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
+def tree_map_mst(eta, params, out):
+    """Non-projective MAP oracle for one sentence (Chu-Liu-Edmonds, ties as
+    :func:`~structlearn.kernels.tree_map.mst_heads`), ``params = [n,
+    single_root, projective]`` (``projective`` not read).  ``eta`` and
+    ``out`` are flat ``(n, n + 1)`` arc-score blocks; writes
+    ``phi(argmax)`` into ``out``."""
+    n = int(params[0])
+    heads = np.empty(n, dtype=np.int64)
+    none = np.int64(-1)   # literals would compile the callees once more
+    _mst_into(eta.reshape((n, n + 1)), params[1] != 0.0, none, none, heads, np.int64(0))
+    _encode_heads_into(heads, n, out)
+
+
+@njit_on_first_call(ORACLE_SIGNATURE, cache=True)
+def tree_map_eisner(eta, params, out):
+    """Projective MAP oracle for one sentence (Eisner, ties as
+    :func:`~structlearn.kernels.tree_map.eisner_heads`); as
+    :func:`tree_map_mst` otherwise."""
+    n = int(params[0])
+    heads = np.empty(n, dtype=np.int64)
+    none = np.int64(-1)
+    _eisner_into(eta.reshape((n, n + 1)), params[1] != 0.0, none, none, heads, np.int64(0))
+    _encode_heads_into(heads, n, out)
+
+
+def tree_map_oracle(projective):
+    """The SparseMAP MAP oracle of trees: :func:`tree_map_eisner` for
+    projective ones, else :func:`tree_map_mst`."""
+    return tree_map_eisner if projective else tree_map_mst
 
 
 def tree_block_params(word_off, single_root, projective):

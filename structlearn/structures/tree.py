@@ -17,7 +17,7 @@ from ..kernels.tree import (
     tree_arc_offsets,
     tree_block_params,
     tree_encode_codes,
-    tree_map,
+    tree_map_oracle,
 )
 from .base import IntractableError, RaggedStructure
 
@@ -312,7 +312,7 @@ class Tree(RaggedStructure):
     # (the active set of RaggedStructure; every part is penalised, so
     # SparseMAP equals the Euclidean projection onto the tree polytope)
     def _oracles(self):
-        return tree_map, tree_encode_codes
+        return tree_map_oracle(self.projective), tree_encode_codes
 
     def _oracle_params(self):
         return self._params

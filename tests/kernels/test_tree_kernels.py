@@ -26,7 +26,7 @@ from structlearn.kernels.tree import (
     second_best_tree,
     tree_arc_offsets,
     tree_block_params,
-    tree_map,
+    tree_map_oracle,
     tree_score,
 )
 from structlearn.kernels.tree_map import eisner_heads, mst_heads
@@ -354,7 +354,7 @@ def test_tree_map_oracle(single_root, projective):
         for _ in range(3):
             eta = rng.normal(size=n * (n + 1))
             out = np.full(n * (n + 1), 7.0)
-            tree_map(eta, params, out)
+            tree_map_oracle(projective)(eta, params, out)
             best = H[np.argmax(brute_scores(eta.reshape(n, n + 1), H))]
             assert_array_equal(out, encode(best[None], n).ravel())
 
@@ -382,7 +382,8 @@ def test_sparsemap_matches_brute_force(single_root, projective):
         params = np.array([n, float(single_root), float(projective)])
         for scale in (0.3, 1.0):
             eta = rng.normal(scale=scale, size=n * (n + 1))
-            mu, verts, weights, _ = sparsemap_active_set(eta, n * (n + 1), tree_map, params,
+            mu, verts, weights, _ = sparsemap_active_set(eta, n * (n + 1),
+                                                         tree_map_oracle(projective), params,
                                                          500, 1e-12)
             assert weights.sum() == pytest.approx(1.0)
             # Feasible and optimal: <eta - mu, v - mu> <= 0 for every vertex.
@@ -476,12 +477,13 @@ def test_sparsemap_ragged_batch(single_root, projective):
     theta, arc_off, word_off, blocks = make_batch(71, lengths=[1, 3, 2, 4])
     params, params_off = tree_block_params(word_off, single_root, projective)
     n_unary = np.diff(arc_off).astype(np.int64)
-    mu, n_capped = sparsemap_active_set_ragged(theta, arc_off, n_unary, tree_map, params,
+    oracle = tree_map_oracle(projective)
+    mu, n_capped = sparsemap_active_set_ragged(theta, arc_off, n_unary, oracle, params,
                                                params_off, 500, 1e-12)
     assert n_capped == 0
     for i, S in enumerate(blocks):
         n = len(S)
-        single, _, _, _ = sparsemap_active_set(S.ravel().copy(), n * (n + 1), tree_map,
+        single, _, _, _ = sparsemap_active_set(S.ravel().copy(), n * (n + 1), oracle,
                                                params[3 * i:3 * i + 3].copy(), 500, 1e-12)
         assert_allclose(mu[arc_off[i]:arc_off[i + 1]], single, atol=1e-12)
 
