@@ -332,20 +332,22 @@ BUCKET = 4
 def fill_table(table, keys, values):
     """Fill ``table`` (int64, zeros, ``2 * BUCKET * n_buckets`` entries,
     ``n_buckets`` a power of two, at least twice as many slots as keys, the
-    data 64-byte aligned: :func:`new_table`) with the distinct non-zero
-    ``keys`` and their ``values``, as an open-addressing table of buckets
-    (linear probing over buckets): bucket ``b`` holds up to :data:`BUCKET`
-    keys at ``8 b .. 8 b + 3``, filled in order (empty: key 0), and their
-    values at ``8 b + 4 .. 8 b + 7``; a key's home bucket is its low bits.
+    data 64-byte aligned: ``feature_extraction._arcs._new_table``) with the
+    distinct non-zero ``keys`` and their ``values``, as an open-addressing
+    table of buckets (linear probing over buckets): bucket ``b`` holds up to
+    :data:`BUCKET` keys at ``8 b .. 8 b + 3``, filled in order (empty: key
+    0), and their values at ``8 b + 4 .. 8 b + 7``.  A key's home bucket is
+    read from its bits above the lowest (every key is odd: with bit 0 in
+    the index only the odd buckets would be homes).
 
     Two tables are built: the feature table (value: the feature's column id,
     ``values = arange(n)``), which the training path reads, and at predict
     the weight table (value: the bits of the feature's weight,
     ``coef.view(np.int64)``), which the fused kernel reads.  A bucket is one
     cache line holding keys and values: with 5.5 M features (EWT) the table
-    is far larger than the caches and a lookup costs one cache miss (a
-    bucket overflows into the next one at about 1 % of the keys), and
-    comparing a bucket's four keys needs no branch per slot
+    is far larger than the caches and a lookup costs one cache miss (on EWT
+    1.1 % of the keys sit past their home bucket and 4.8 % of the buckets
+    are full), and comparing a bucket's four keys needs no branch per slot
     (:func:`_lookup_all`).
     """
     mask = len(table) // (2 * BUCKET) - 1
@@ -422,8 +424,8 @@ def _lookup_all(table, keys, known, vals, c, missing):
     table).  The home bucket of the key :data:`PREFETCH_AHEAD` places on is
     prefetched, so that about that many memory loads are in flight at any
     time.  A bucket's four keys are compared and its value selected without
-    a branch per slot; only a full bucket without the key (about 1 % of
-    lookups) goes on to the next.  (Called, not inlined with
+    a branch per slot; only a full bucket without the key goes on to the
+    next (see :func:`fill_table`).  (Called, not inlined with
     ``inline="always"``: the same speed, measured, and compiled once instead
     of in each caller; its callers count ``c`` from ``np.int64(0)``, as a
     literal 0 would compile it once more.)"""
@@ -684,7 +686,11 @@ def _arc_values(A, word_off, a, b, T, table, dd_implies_plain, ids_out):
       rolling prefetch (:func:`_row_values`): the table is far larger than
       the caches, and the loads overlap;
     * the in-between templates walk every pair ``lo < hi`` outward
-      (:func:`_between_values`).
+      (:func:`_between_values`);
+    * the scores of a row are summed for all its heads at once, template
+      by template (each arc's sum still in the order of :func:`arc_keys`:
+      the same floating-point additions, in a loop over the heads that
+      vectorises).
     """
     nt = T.shape[0]
     nh, one_side, pair = _template_kinds(T)
