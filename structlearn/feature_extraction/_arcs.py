@@ -2,6 +2,7 @@
 token attributes of sentences it reads."""
 
 from collections.abc import Mapping
+from itertools import repeat
 
 import numpy as np
 import scipy.sparse as sp
@@ -59,7 +60,7 @@ def _feats_string(feats):
     string, ``"_"`` when missing."""
     if feats is None:
         return "_"
-    if isinstance(feats, Mapping):
+    if type(feats) is dict or isinstance(feats, Mapping):   # (dict: no ABC check)
         return "|".join(f"{k}={v}" for k, v in sorted(feats.items())) or "_"
     return str(feats)
 
@@ -81,7 +82,7 @@ def sentence_attributes(X, vocabularies=None, prefix_length=5):
             raise ValueError(f"sentence {i} is empty; a dependency tree needs at least "
                              f"one word.")
         for t, tok in enumerate(toks):
-            if not isinstance(tok, Mapping):
+            if type(tok) is not dict and not isinstance(tok, Mapping):
                 raise ValueError(f"sentence {i}, word {t + 1}: expected a token dict with "
                                  f"a 'form', got {describe(tok)}.")
             form = tok.get("form")
@@ -98,7 +99,8 @@ def sentence_attributes(X, vocabularies=None, prefix_length=5):
                 cols[c].append("_" if v is None else v)
             cols[4].append(low[:prefix_length])
             feats = tok.get("feats")
-            if feats is not None and not isinstance(feats, (str, Mapping)):
+            if feats is not None and type(feats) is not dict and \
+                    not isinstance(feats, (str, Mapping)):
                 raise ValueError(f"sentence {i}, word {t + 1}: 'feats' must be a dict, a "
                                  f"str or None, got {describe(feats)}.")
             cols[5].append(_feats_string(feats))
@@ -165,9 +167,9 @@ class ArcVectorizer(BaseEstimator):
     def _ids(self, cols, vocabularies):
         A = np.empty((len(cols[0]), len(cols)), dtype=np.int32)
         for c, (values, vocab) in enumerate(zip(cols, vocabularies)):
-            get = vocab.get
-            A[:, c] = np.fromiter((get(v, 1) for v in values), dtype=np.int32,
-                                  count=len(values))
+            # unknown values get id 1 (map: no generator frame per value)
+            A[:, c] = np.fromiter(map(vocab.get, values, repeat(1, len(values))),
+                                  dtype=np.int32, count=len(values))
         return A
 
     def fit(self, X, heads):
