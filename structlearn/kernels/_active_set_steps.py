@@ -37,6 +37,7 @@ from ._active_set_factor import (
     _kkt_solve,
     _null_direction,
 )
+from ._arrays import grow_rows
 from ._lazy import njit_inner
 
 # ------------------------------------------------------------------------
@@ -129,20 +130,6 @@ def _nonzeros(out, onz):
 
 
 @njit_inner()
-def _grow_rows(A, n):
-    """``A`` (1-D or 2-D, C-contiguous) with its first dimension enlarged to
-    ``n`` (new rows zero).  Copied by a loop over the flat arrays: a slice
-    assignment ``B[:k] = A`` compiles Numba's shape-mismatch error message
-    (string formatting, about 1 s of a first SparseMAP fit)."""
-    B = np.zeros((n,) + A.shape[1:], dtype=A.dtype)
-    Af = A.reshape(A.size)
-    Bf = B.reshape(B.size)
-    for i in range(A.size):
-        Bf[i] = Af[i]
-    return B
-
-
-@njit_inner()
 def _grow_square(A, n):
     B = np.zeros((n, n), dtype=A.dtype)
     k = A.shape[0]
@@ -188,18 +175,18 @@ def _grow(ca, ca2, nfree, V, nzi, nnz, nnzu, nrm2, free, slot, G, Lf, w1, ws, sc
     positions (contents kept), with the new slots ``ca2 - 1 .. ca`` pushed
     on the free stack.  Returns them (in the order of the notes above) and
     the new ``nfree``."""
-    free = _grow_rows(free, ca2)
+    free = grow_rows(free, ca2)
     for i in range(ca2 - 1, ca - 1, -1):
         free[nfree] = i
         nfree += 1
-    return (_grow_rows(V, ca2), _grow_rows(nzi, ca2), _grow_rows(nnz, ca2),
-            _grow_rows(nnzu, ca2), _grow_rows(nrm2, ca2), free,
-            _grow_rows(slot, ca2), _grow_square(G, ca2), _grow_square(Lf, ca2),
-            _grow_rows(w1, ca2), _grow_rows(ws, ca2), _grow_rows(scores, ca2),
-            _grow_rows(y, ca2),
-            _grow_rows(y_hat, ca2), _grow_rows(d, ca2), _grow_rows(lrow, ca2),
-            _grow_rows(t1, ca2), _grow_rows(t2, ca2), _grow_rows(lin, ca2),
-            _grow_rows(keep, ca2), nfree)
+    return (grow_rows(V, ca2), grow_rows(nzi, ca2), grow_rows(nnz, ca2),
+            grow_rows(nnzu, ca2), grow_rows(nrm2, ca2), free,
+            grow_rows(slot, ca2), _grow_square(G, ca2), _grow_square(Lf, ca2),
+            grow_rows(w1, ca2), grow_rows(ws, ca2), grow_rows(scores, ca2),
+            grow_rows(y, ca2),
+            grow_rows(y_hat, ca2), grow_rows(d, ca2), grow_rows(lrow, ca2),
+            grow_rows(t1, ca2), grow_rows(t2, ca2), grow_rows(lin, ca2),
+            grow_rows(keep, ca2), nfree)
 
 
 # ------------------------------------------------------------------------

@@ -21,6 +21,7 @@ last word), 1 = unknown value, 2 = the root (position 0), known values from
 import numpy as np
 from numba import njit
 
+from ._arrays import grow_rows
 from ._math import _float_of_bits, prefetch
 
 #: Token attribute columns, in this order.
@@ -575,10 +576,7 @@ def _between_values(table, A, w0, n, nt, dd_implies_plain, missing,
                         j += 1
             _lookup_all(table, keys, known, vals, c, missing)
             if k + 2 * n_plain > len(BV):
-                grown = np.empty(max(2 * len(BV), k + 2 * n_plain), dtype=np.int64)
-                for q in range(k):   # (a loop: a slice copy compiles Numba's
-                    grown[q] = BV[q]  # string-formatting errors)
-                BV = grown
+                BV = grow_rows(BV, max(2 * len(BV), k + 2 * n_plain))
             j = 0
             for side in range(2):
                 h, m = (lo, hi) if side == 0 else (hi, lo)
@@ -749,11 +747,8 @@ def _arc_values(A, word_off, a, b, T, table, dd_implies_plain, ids_out):
             _row_values(table, S, n, m, npair, pair, nmv, V, dd_implies_plain, missing,
                         ddh, keys, known, vals, src, HX, DK, PK, PV, DV)
             if ids_out and k + (n + 1) * (2 * nt + 4 * nb * (n + 1)) > len(ids):
-                grown = np.empty(max(2 * len(ids), k + (n + 1) * (2 * nt + 4 * nb * (n + 1))),
-                                 dtype=np.int32)
-                for j in range(k):   # (a loop, as above)
-                    grown[j] = ids[j]
-                ids = grown
+                ids = grow_rows(ids, max(2 * len(ids),
+                                         k + (n + 1) * (2 * nt + 4 * nb * (n + 1))))
             if ids_out:
                 hh = 0
                 for h in range(n + 1):

@@ -10,6 +10,7 @@ parameters.
 import numpy as np
 from numba import njit, types
 
+from ._arrays import grow_rows
 from ._lazy import njit_on_first_call
 from ._sparsemap_types import _ORACLE, ENCODE_SIGNATURE
 from .active_set import sparsemap_active_set_warm
@@ -110,15 +111,9 @@ def sparsemap_active_set_warm_ragged(theta, part_off, n_unary, oracle, encode, p
         k = wts.shape[0]
         s = sup_off[i]
         if s + k > wout.shape[0]:
-            grown = np.zeros(2 * (s + k))
-            for j in range(s):
-                grown[j] = wout[j]
-            wout = grown
+            wout = grow_rows(wout, 2 * (s + k))
         if opos + k * R > codes.shape[0]:
-            grown_c = np.zeros(2 * (opos + k * R), dtype=np.int16)
-            for j in range(opos):
-                grown_c[j] = codes[j]
-            codes = grown_c
+            codes = grow_rows(codes, 2 * (opos + k * R))
         for j in range(k):
             wout[s + j] = wts[j]
             for t in range(R):

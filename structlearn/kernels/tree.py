@@ -496,10 +496,7 @@ def tree_encode_codes(codes, params, out):
     :func:`structlearn.kernels.sparsemap.sparsemap_active_set_warm_ragged`):
     the vertex of the head array ``codes`` (one head per word), ``params =
     [n, single_root, projective]``."""
-    n = int(params[0])
-    out[:] = 0.0
-    for m in range(n):
-        out[m * (n + 1) + codes[m]] = 1.0
+    _encode_heads_into(codes, int(params[0]), out)
 
 
 # ------------------------------------------------- head-simplex, PosLearn

@@ -137,6 +137,34 @@ def test_vectorizer_min_freq_and_errors():
         ArcVectorizer().fit(two, [[0, 7], [0]])
 
 
+def test_vectorizer_reads_any_mapping_as_a_token_or_its_feats():
+    """Plain dicts take a fast path (no ``Mapping`` ABC check): any other
+    mapping must read the same, and a feats value of another type must
+    still raise, naming the sentence and the word."""
+    from types import MappingProxyType
+
+    X, y = toy_data()
+    for s in X:
+        for i, t in enumerate(s):
+            t["feats"] = None if i % 3 == 0 else ("Num=Sing" if i % 3 == 1 else
+                                                  {"Num": "Plur", "Case": "Nom"})
+    vec = ArcVectorizer().fit(X, y)
+    proxies = [[MappingProxyType({**t, "feats": MappingProxyType(t["feats"])
+                                  if isinstance(t["feats"], dict) else t["feats"]})
+                for t in s] for s in X]
+    A, off = vec.transform(X)
+    A2, off2 = vec.transform(proxies)
+    assert np.array_equal(A, A2) and np.array_equal(off, off2)
+    assert (A[:, 5] > 2).all()   # every FEATS value (dict, str, "_") was seen at fit
+    bad = [s[:] for s in X]
+    bad[1][0] = {**bad[1][0], "feats": 3}
+    with pytest.raises(ValueError, match=r"sentence 1, word 1: 'feats' must be a dict"):
+        vec.transform(bad)
+    bad[1][0] = ("form", "x")
+    with pytest.raises(ValueError, match=r"sentence 1, word 1: expected a token dict"):
+        vec.transform(bad)
+
+
 def test_vectorizer_templates_restrict_the_features_and_bad_names_raise():
     from structlearn.kernels.arcs import template_names
 
