@@ -97,6 +97,10 @@ def models(n_train, n_jobs):
         "crfsuite lbfgs": ("crfsuite", crfsuite(algorithm="lbfgs", c2=1.0)),
         "crf": ("structlearn", ours("crf")),
         "crf 1 thread": ("structlearn", ours("crf", n_jobs=1)),
+        # L-BFGS from zeros (solver='auto' starts it from two SGD passes on
+        # 2,000 sequences or more): the default before that warm-up
+        "crf from zeros": ("structlearn", ours("crf", solver="lbfgs")),
+        "crf from zeros 1 thread": ("structlearn", ours("crf", solver="lbfgs", n_jobs=1)),
         # the default model is CRFsuite's (no per-tag bias, redundant with
         # the transitions); an unpenalised bias costs L-BFGS ~25% more
         # evaluations (the default before fit_intercept='auto')
@@ -377,9 +381,14 @@ def write_report(args, rows, stem):
          paired(m, "crfsuite lbfgs"), ratio(m, "crfsuite lbfgs", "fit_cpu_s"),
          ratio(m, "crfsuite lbfgs", "predict_s"),
          ratio(m, "crfsuite lbfgs", "peak_growth_mb")]
-        for m in ("crf", "crf 1 thread", "crf no intercept", "crf no intercept 1 thread",
+        for m in ("crf", "crf 1 thread", "crf from zeros", "crf from zeros 1 thread",
+                  "crf no intercept", "crf no intercept 1 thread",
                   "crf with intercept", "crf with intercept 1 thread")
         if m in by] + [
+        [f"{m} / {m0}", ratio(m, m0, "fit_s"), paired(m, m0), ratio(m, m0, "fit_cpu_s"),
+         ratio(m, m0, "predict_s"), ratio(m, m0, "peak_growth_mb")]
+        for m, m0 in (("crf", "crf from zeros"), ("crf 1 thread", "crf from zeros 1 thread"))
+        if m in by and m0 in by] + [
         ["perceptron / crfsuite ap", ratio("perceptron", "crfsuite ap", "fit_s"),
          paired("perceptron", "crfsuite ap"), ratio("perceptron", "crfsuite ap", "fit_cpu_s"),
          ratio("perceptron", "crfsuite ap", "predict_s"),

@@ -14,6 +14,7 @@ from .._validation import check_matrix, check_sample_weight, check_solution, int
 from ..feature_selection import ArrayRestrictor, SelectionProblem
 from ..losses import Perceptron, get_loss
 from ..solvers import LinearProblem, bcfw, blas_threads, cutting_plane, lbfgs, owlqn, sgd
+from ..solvers._sgd import sgd_warm_up
 from ..solvers._problem import _scores
 
 SOLVERS = ("auto", "lbfgs", "sgd", "bcfw", "cutting-plane", "owlqn")
@@ -28,6 +29,10 @@ DEFAULT_TOL = {"lbfgs": 1e-5, "sgd": 1e-4, "bcfw": 1e-3, "cutting-plane": 1e-4,
 #: cutting-plane iterations, OWL-QN iterations.
 DEFAULT_MAX_ITER = {"lbfgs": 500, "sgd": 50, "bcfw": 200, "cutting-plane": 300,
                     "owlqn": 500}
+#: With ``solver='auto'``, L-BFGS on at least this many examples starts
+#: from the estimator's ``_lbfgs_warm_up`` stochastic passes
+#: (:func:`structlearn.solvers._sgd.sgd_warm_up`) instead of zeros.
+WARM_UP_MIN_SAMPLES = 2000
 
 
 def choose_solver(solver, loss, alpha, l1_ratio=0.0):
@@ -138,6 +143,10 @@ class StructuredLinearModel(BaseEstimator):
     #: integer = relative objective decrease over that many iterations.
     _lbfgs_period = None
     _lbfgs_history = 10
+    #: SGD passes before ``solver='auto'``'s L-BFGS on large problems (see
+    #: :meth:`_initial_point`); 0: none.  Set where it was measured to pay
+    #: (the taggers: docs/benchmarks.rst, *A stochastic warm-up for L-BFGS*)
+    _lbfgs_warm_up = 0
 
     def __init__(self, loss="projection", alpha=1e-3, fit_intercept=True,
                  solver="auto", max_iter=None, tol=None, decoding="calibrated",
@@ -443,6 +452,12 @@ class StructuredLinearModel(BaseEstimator):
         one averaged-perceptron epoch -- the active set is slowest at
         near-zero scores, whose solutions are near-uniform mixtures of many
         structures, and the objective is convex, so only the time changes;
+        with ``solver='auto'`` resolved to L-BFGS on a large problem (at
+        least ``WARM_UP_MIN_SAMPLES`` examples, complete targets, ``alpha >
+        0``), the estimator's ``_lbfgs_warm_up`` stochastic passes (the same
+        argument: a convex objective, so the optimum is the same and L-BFGS
+        gets there in fewer iterations, see
+        :func:`~structlearn.solvers._sgd.sgd_warm_up`);
         zeros otherwise.  ``with_loss(loss)`` builds the same problem with
         another loss.
         """
@@ -454,6 +469,12 @@ class StructuredLinearModel(BaseEstimator):
             z0, _, _ = sgd(with_loss(Perceptron()), 0.0, np.zeros(problem.n_params),
                            max_iter=1, random_state=self.random_state, perceptron=True)
             return z0
+        if (self._lbfgs_warm_up and solver == "lbfgs" and self.solver == "auto"
+                and float(self.alpha) > 0 and problem.n_samples >= WARM_UP_MIN_SAMPLES
+                and not problem.partial):
+            return sgd_warm_up(problem, float(self.alpha), np.zeros(problem.n_params),
+                               epochs=self._lbfgs_warm_up, random_state=self.random_state,
+                               verbose=self.verbose)
         return np.zeros(problem.n_params)
 
     def _record_fit(self, loss, solver, n_iter, obj, t_start):

@@ -118,6 +118,10 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         length and transition weights, see the parameter)."""
         return not loss.output_scores_only(Segments)
 
+    #: two SGD passes before 'auto''s L-BFGS on 2,000 sequences or more
+    #: (as SequenceTagger; docs/benchmarks.rst)
+    _lbfgs_warm_up = 2
+
     def __init__(self, loss="crf", alpha=1e-4, fit_intercept="auto", solver="auto",
                  max_iter=None, tol=None, max_length=None, scheme="auto", outside="O",
                  precision_penalty=1.0, recall_penalty=1.0, mismatch_penalty=1.0,
