@@ -98,7 +98,7 @@ def models(n_train, n_jobs):
         "crf": ("structlearn", ours("crf")),
         "crf 1 thread": ("structlearn", ours("crf", n_jobs=1)),
         # L-BFGS from zeros (solver='auto' starts it from two SGD passes on
-        # 2,000 sequences or more): the default before that warm-up
+        # 5,000 sequences or more): the default before that warm-up
         "crf from zeros": ("structlearn", ours("crf", solver="lbfgs")),
         "crf from zeros 1 thread": ("structlearn", ours("crf", solver="lbfgs", n_jobs=1)),
         # the default model is CRFsuite's (no per-tag bias, redundant with

@@ -32,7 +32,7 @@ DEFAULT_MAX_ITER = {"lbfgs": 500, "sgd": 50, "bcfw": 200, "cutting-plane": 300,
 #: With ``solver='auto'``, L-BFGS on at least this many examples starts
 #: from the estimator's ``_lbfgs_warm_up`` stochastic passes
 #: (:func:`structlearn.solvers._sgd.sgd_warm_up`) instead of zeros.
-WARM_UP_MIN_SAMPLES = 2000
+WARM_UP_MIN_SAMPLES = 5000
 
 
 def choose_solver(solver, loss, alpha, l1_ratio=0.0):

@@ -118,7 +118,7 @@ class SegmentTagger(TokenSequenceTags, StructuredLinearModel):
         length and transition weights, see the parameter)."""
         return not loss.output_scores_only(Segments)
 
-    #: two SGD passes before 'auto''s L-BFGS on 2,000 sequences or more
+    #: two SGD passes before 'auto''s L-BFGS on 5,000 sequences or more
     #: (as SequenceTagger; docs/benchmarks.rst)
     _lbfgs_warm_up = 2
 

@@ -199,7 +199,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         times it; with a per-tag bias, which BCFW penalises too, the model
         differs slightly from the L-BFGS one), L-BFGS for the other smooth
         losses, averaged SGD (averaged perceptron for 'perceptron') otherwise.
-        On 2,000 sequences or more, 'auto''s L-BFGS starts from two passes
+        On 5,000 sequences or more, 'auto''s L-BFGS starts from two passes
         of SGD rather than from zeros (the same optimum in fewer
         iterations: UD EWT's CRF fit in about three quarters of the time,
         docs/benchmarks.rst); ``solver='lbfgs'`` always starts from zeros.
@@ -323,7 +323,7 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
     _auto_dual = ("unary",)
 
     _lbfgs_period = 10
-    #: two SGD passes before 'auto''s L-BFGS on 2,000 sequences or more
+    #: two SGD passes before 'auto''s L-BFGS on 5,000 sequences or more
     _lbfgs_warm_up = 2
 
     def __init__(self, loss="crf", alpha=1e-4, fit_intercept="auto", solver="auto",
