@@ -49,9 +49,13 @@ def logistic_problem(seed=0, n=200, d=15):
         penalized = np.ones(d, dtype=bool)
 
         def value_and_grad(self, z, idx=None):
-            m = y * (X @ z)
+            A, b = (X, y) if idx is None else (X[idx], y[idx])
+            m = b * (A @ z)
             vals = np.logaddexp(0.0, -m)
-            return vals, X.T @ (-y * scipy.special.expit(-m))
+            return vals, A.T @ (-b * scipy.special.expit(-m))
+
+        def sq_norms(self):
+            return np.einsum("ij,ij->i", X, X)
 
     return P()
 

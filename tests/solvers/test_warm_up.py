@@ -12,30 +12,7 @@ from structlearn.datasets import load_ewt, load_ewt_pos
 from structlearn.solvers import lbfgs
 from structlearn.solvers._problem import objective
 from structlearn.solvers._sgd import sgd_warm_up
-
-
-
-def logistic_problem(seed=0, n=300, d=20):
-    """L2-regularised logistic regression as a problem (every weight penalised)."""
-    import scipy.special
-
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, d)
-    y = np.sign(X @ rng.randn(d) + 0.5 * rng.randn(n))
-
-    class P:
-        n_samples = n
-        penalized = np.ones(d, dtype=bool)
-
-        def value_and_grad(self, z, idx=None):
-            A, b = (X, y) if idx is None else (X[idx], y[idx])
-            m = b * (A @ z)
-            return np.logaddexp(0.0, -m), A.T @ (-b * scipy.special.expit(-m))
-
-        def sq_norms(self):
-            return np.einsum("ij,ij->i", X, X)
-
-    return P()
+from test_solvers import logistic_problem
 
 
 def _tagger_problem(n=200):
@@ -77,7 +54,7 @@ def test_warm_up_descends_and_is_reproducible():
 
 
 def test_lbfgs_from_the_warm_up_reaches_the_same_optimum():
-    pb = logistic_problem()
+    pb = logistic_problem(n=300, d=20)
     alpha = 1e-3
     z_cold, _, f_cold = lbfgs(pb, alpha, np.zeros(20), tol=1e-10)
     z_warm0 = sgd_warm_up(pb, alpha, np.zeros(20), epochs=2, batch_size=4)
