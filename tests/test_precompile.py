@@ -142,3 +142,26 @@ def test_precompile_reports_intractable_pairs_and_returns_results(tmp_path):
                "    print(r[0]['model'], r[0]['loss'], r[0]['status'])\n", tmp_path)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["LabelRanker", "crf", "n/a"]
+
+
+@pytest.mark.parametrize("name, loss, warm_up", [
+    ("SequenceTagger", "crf", True),       # solver='auto' -> L-BFGS with an SGD warm-up
+    ("SequenceTagger", "perceptron", False),
+    ("DependencyParser", "crf", False),    # the parser starts L-BFGS from zeros
+])
+def test_compile_one_also_compiles_the_lbfgs_warm_up_where_auto_uses_it(
+        monkeypatch, name, loss, warm_up):
+    from structlearn._precompile import _compile_one
+
+    solvers = []
+    cls = getattr(structlearn, name)
+    real = cls.fit
+
+    def fit(self, X, y, **kw):
+        solvers.append(self.solver)
+        return real(self, X, y, **kw)
+
+    monkeypatch.setattr(cls, "fit", fit)
+    status, _ = _compile_one(name, loss)
+    assert status == "ok"
+    assert solvers == (["auto", "sgd"] if warm_up else ["auto"])
