@@ -256,7 +256,10 @@ class SequenceTagger(TokenSequenceTags, CRFsuiteCompatMixin, StructuredLinearMod
         Hash dict features into this many columns (bounded memory for huge
         feature spaces); None keeps a vocabulary.
     random_state, n_jobs, verbose, warm_start
-        As in :class:`structlearn.LabelRanker`.  ``n_jobs`` runs the oracles
+        As in :class:`structlearn.LabelRanker`.  ``random_state`` also
+        orders the SGD passes that start ``solver='auto'``'s L-BFGS on large
+        data (None: a fixed order, so that those fits stay deterministic).
+        ``n_jobs`` runs the oracles
         of sequence chunks in threads.  ``warm_start=True`` continues from the
         fitted weights: the feature vocabulary, tag set and support of the
         first fit are kept (new features are ignored, new tags are an error).
