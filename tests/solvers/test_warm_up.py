@@ -135,3 +135,12 @@ def test_auto_warms_up_the_segment_taggers_lbfgs_to_the_same_model(small_thresho
                    for solver in ("auto", "lbfgs"))
     assert auto.n_iter_ != plain.n_iter_   # another path ...
     assert auto.objective_ == pytest.approx(plain.objective_, rel=1e-6)   # ... same optimum
+
+
+def test_verbose_reports_the_warm_up(small_threshold, capsys):
+    X, y = load_ewt_pos("train")
+    _fit(SequenceTagger(loss="crf", alpha=1e-3, max_iter=2, verbose=1), X[:100], y[:100])
+    out = capsys.readouterr().out
+    assert "[sgd warm-up] 2 epochs, step size" in out
+    # then L-BFGS reports its own progress
+    assert out.index("[sgd warm-up]") < out.index("[lbfgs] iteration")
