@@ -13,8 +13,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._validation import check_matrix, check_sample_weight, check_solution, interruptible
 from ..feature_selection import ArrayRestrictor, SelectionProblem
 from ..losses import Perceptron, get_loss
-from ..solvers import LinearProblem, bcfw, blas_threads, cutting_plane, lbfgs, owlqn, sgd
-from ..solvers._sgd import sgd_warm_up
+from ..solvers import (LinearProblem, bcfw, blas_threads, cutting_plane, lbfgs, owlqn, sgd,
+                       sgd_warm_up)
 from ..solvers._problem import _scores
 
 SOLVERS = ("auto", "lbfgs", "sgd", "bcfw", "cutting-plane", "owlqn")
@@ -31,7 +31,7 @@ DEFAULT_MAX_ITER = {"lbfgs": 500, "sgd": 50, "bcfw": 200, "cutting-plane": 300,
                     "owlqn": 500}
 #: With ``solver='auto'``, L-BFGS on at least this many examples starts
 #: from the estimator's ``_lbfgs_warm_up`` stochastic passes
-#: (:func:`structlearn.solvers._sgd.sgd_warm_up`) instead of zeros.
+#: (:func:`structlearn.solvers.sgd_warm_up`) instead of zeros.
 WARM_UP_MIN_SAMPLES = 5000
 
 
@@ -457,7 +457,7 @@ class StructuredLinearModel(BaseEstimator):
         0``), the estimator's ``_lbfgs_warm_up`` stochastic passes (the same
         argument: a convex objective, so the optimum is the same and L-BFGS
         gets there in fewer iterations, see
-        :func:`~structlearn.solvers._sgd.sgd_warm_up`);
+        :func:`~structlearn.solvers.sgd_warm_up`);
         zeros otherwise.  ``with_loss(loss)`` builds the same problem with
         another loss.
         """

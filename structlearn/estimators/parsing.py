@@ -304,12 +304,14 @@ class DependencyParser(StructuredLinearModel):
         with SparseMAP (per-word sparsemax: the Euclidean projection onto
         each word's simplex) or, for a KL geometry, the CRF (per-word
         softmax).  The loss is asked what it can do (``check``), not what
-        it is."""
+        it is.  A chain takes the parser's own ``loss`` parameter (a name
+        or the same instance), so the labeller's parameters read as the
+        parser's."""
         try:
             loss.check(Chain(1, np.array([0, 1])))
         except ValueError:
             return loss.local_analogue(), False
-        return (self.loss if isinstance(self.loss, str) else loss), True
+        return self.loss, True
 
     def _fit_labeller(self, X, heads, deprels, loss, warm, sample_weight=None):
         """The second stage: a SequenceTagger over each sentence's words

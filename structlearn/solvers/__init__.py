@@ -20,7 +20,9 @@ problems over flat ragged data).
   ||z_P||^2)``, with its :func:`pseudo_gradient`.
 * :func:`sgd`: stochastic subgradient descent with iterate averaging on the
   same regularised objective, for the non-smooth max-margin losses; with
-  ``perceptron=True`` the averaged perceptron (Collins 2002).
+  ``perceptron=True`` the averaged perceptron (Collins 2002);
+  :func:`sgd_warm_up`, a few of its passes as a starting point for
+  :func:`lbfgs`.
 * :func:`cutting_plane`: the bundle / 1-slack cutting-plane method, which
   trains any convex loss (in particular the max-margin ones) to a certified
   duality gap on its true objective.
@@ -50,7 +52,7 @@ from ._owlqn import owlqn, pseudo_gradient
 from ._problem import LinearProblem, loss_value_and_grad, objective
 from ._protocol import DualProblem, Problem, SparseProblem
 from ._ragged import RaggedProblem
-from ._sgd import sgd
+from ._sgd import sgd, sgd_warm_up
 from ._sparseptron import (HashedAtomWeights, group_soft_threshold, online_prox_grad,
                            online_prox_grad_streamed, soft_threshold)
 from ._threads import blas_threads, n_workers, split_concat, thread_map
@@ -59,4 +61,5 @@ __all__ = ["DualProblem", "DualState", "HashedAtomWeights", "LinearProblem", "Pr
            "SparseProblem", "bcfw", "blas_threads", "cutting_plane", "group_soft_threshold",
            "lbfgs", "loss_value_and_grad", "n_workers", "objective", "online_prox_grad",
            "online_prox_grad_streamed",
-           "owlqn", "pseudo_gradient", "sgd", "soft_threshold", "split_concat", "thread_map"]
+           "owlqn", "pseudo_gradient", "sgd", "sgd_warm_up", "soft_threshold", "split_concat",
+           "thread_map"]

@@ -228,8 +228,9 @@ def _sgd_pass(it, problem, batches, eta0, alpha, t, perceptron=False):
 
 
 def sgd_warm_up(problem, alpha, z0, epochs=2, batch_size=16, random_state=None, verbose=0):
-    """A starting point for L-BFGS: ``epochs`` passes of :func:`sgd`'s
-    schedule, returning the average of the last pass's iterates.
+    """A starting point for L-BFGS: ``epochs`` passes of the schedule of
+    :func:`~structlearn.solvers.sgd`, returning the average of the last
+    pass's iterates.
 
     On large sequence problems L-BFGS spends about a third of its
     iterations on the way from zero to the region its quasi-Newton model
@@ -237,11 +238,12 @@ def sgd_warm_up(problem, alpha, z0, epochs=2, batch_size=16, random_state=None, 
     145 -> 106 L-BFGS iterations after two passes, CoNLL-2000: 159 -> 119,
     to the same stopping rule and objective; docs/benchmarks.rst, *A
     stochastic warm-up for L-BFGS*).  The step size is calibrated as in
-    :func:`sgd`, with shorter trials (500 examples, two passes: the
-    warm-up only needs a reasonable step, and the full trials cost more
-    than the passes themselves).  No objective is evaluated: L-BFGS's
-    first evaluation is the next one.  The objective is convex, so the
-    warm-up changes the path to the optimum and the time, not the optimum.
+    :func:`~structlearn.solvers.sgd`, with shorter trials (500 examples, two
+    passes: the warm-up only needs a reasonable step, and the full trials
+    cost more than the passes themselves).  No objective is evaluated:
+    L-BFGS's first evaluation is the next one.  The objective is convex, so
+    the warm-up changes the path to the optimum and the time, not the
+    optimum.
 
     ``random_state`` orders the examples; None gives a fixed order (so that
     an L-BFGS fit stays deterministic).

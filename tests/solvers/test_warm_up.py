@@ -1,4 +1,4 @@
-"""The stochastic warm-up of L-BFGS (``solvers._sgd.sgd_warm_up``) and the
+"""The stochastic warm-up of L-BFGS (``solvers.sgd_warm_up``) and the
 estimators' use of it with ``solver='auto'`` on large problems."""
 
 import warnings
@@ -9,9 +9,8 @@ import pytest
 import structlearn.estimators._base as base
 from structlearn import DependencyParser, SegmentTagger, SequenceTagger
 from structlearn.datasets import load_ewt, load_ewt_pos
-from structlearn.solvers import lbfgs
+from structlearn.solvers import lbfgs, sgd_warm_up
 from structlearn.solvers._problem import objective
-from structlearn.solvers._sgd import sgd_warm_up
 from test_solvers import logistic_problem
 
 
