@@ -553,3 +553,27 @@ def test_tuple_labels_come_back_as_the_labels(loss):
     for dist in est.predict_sparse(X[:3]):
         assert all(type(lab) is tuple for seq, _ in dist for lab in seq)
     assert est.score(X, y) == 1.0
+
+
+def test_more_tasks_per_thread_give_the_same_pass(monkeypatch):
+    """``RaggedProblem.value_and_grad`` splits its chunks into
+    ``TASKS_PER_THREAD`` tasks per thread: the losses and the gradient do
+    not depend on the split (the gradients summed in task order)."""
+    from structlearn.feature_extraction import TokenVectorizer
+    from structlearn.solvers import _ragged
+
+    _, X, y = toy_problem("crf")
+    X, y = X * 400, y * 400
+    Xtok, tok_off = TokenVectorizer().fit_transform(X)
+    flat = np.concatenate([np.asarray(s) for s in y])
+    sup = SequenceTagger()._make_support(Xtok.indptr, Xtok.indices, Xtok.shape[1], flat, 3)
+    p1 = chain_problem(Xtok, tok_off, flat, 3, *sup, CRF(), n_jobs=1)
+    p2 = chain_problem(Xtok, tok_off, flat, 3, *sup, CRF(), n_jobs=2)
+    assert len(p2.chunks) > 4
+    z = np.random.RandomState(0).randn(p1.n_params)
+    v1, g1 = p1.value_and_grad(z)
+    for tasks in (1, 2, 4):
+        monkeypatch.setattr(_ragged, "TASKS_PER_THREAD", tasks)
+        v2, g2 = p2.value_and_grad(z)
+        np.testing.assert_allclose(v2, v1, rtol=1e-12)
+        np.testing.assert_allclose(g2, g1, rtol=1e-10, atol=1e-10)
