@@ -227,7 +227,7 @@ def arcs_kernels_at(rev):
     root = Path(__file__).resolve().parents[1]
     src = subprocess.run(["git", "show", f"{rev}:structlearn/kernels/arcs.py"], cwd=root,
                          check=True, capture_output=True, text=True).stdout
-    src = src.replace("from ._math import", "from structlearn.kernels._math import")
+    src = src.replace("from ._", "from structlearn.kernels._")   # its relative imports
     path = Path(tempfile.mkdtemp()) / "arcs_base.py"
     path.write_text(src)
     spec = importlib.util.spec_from_file_location("arcs_base", path)
