@@ -90,7 +90,12 @@ def _resolve(module, name):
 
 
 def njit_on_first_call(signature, **options):
-    """Decorator: ``njit(signature, **options)``, compiled on the first call."""
+    """Decorator: ``njit(signature, nogil=True, **options)``, compiled on the
+    first call.  (``nogil`` by default as on every other kernel: Numba
+    compiles an overloaded NumPy function such as ``np.empty`` once per set
+    of compilation flags of its callers, so one flag set for all kernels
+    compiles each allocation signature once.)"""
+    options.setdefault("nogil", True)
     return lambda py_func: CompiledOnFirstCall(py_func, signature, options)
 
 

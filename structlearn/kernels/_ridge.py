@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cholesky_factor(A, L):
     """Cholesky factor ``A = L L^T`` of a symmetric matrix, into ``L``.
 
@@ -35,7 +35,7 @@ def _cholesky_factor(A, L):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cholesky_solve(L, rhs):
     """Solve ``L L^T x = rhs`` in place (``rhs`` <- x)."""
     n = L.shape[0]
@@ -51,7 +51,7 @@ def _cholesky_solve(L, rhs):
         rhs[i] = s / L[i, i]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ridge_solve(H, d, L, g, res):
     """Solve the singular PSD system ``H x = d`` in place (``d`` <- x).
 

@@ -36,7 +36,7 @@ from numba import njit
 __all__ = ["linear_assignment", "linear_assignment_batch"]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _assignment_with_duals(score, perm, a, b):
     """Maximum-score assignment with LP dual certificate.
 
@@ -174,7 +174,7 @@ def _assignment_into(score, perm, a, b, fwork, iwork, warm):
         b[i] = -v[i + 1]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def linear_assignment(score):
     """Solve the linear assignment problem (maximisation).
 
@@ -200,7 +200,7 @@ def linear_assignment(score):
     return perm
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def linear_assignment_batch(Theta, k):
     """Row-wise :func:`linear_assignment` on flattened matrices.
 

@@ -34,7 +34,7 @@ _EPS = np.finfo(np.float64).eps
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _birkhoff_primal(X, a, b, P):
     """Fill ``P = max(X - a_i - b_j, 0)``; return the max marginal error."""
     k = X.shape[0]
@@ -58,7 +58,7 @@ def _birkhoff_primal(X, a, b, P):
     return err
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _birkhoff_dual_objective(X, a, b):
     """Dual objective ``1/2 ||max(X - a_i - b_j, 0)||^2 + sum(a) + sum(b)``.
 
@@ -77,7 +77,7 @@ def _birkhoff_dual_objective(X, a, b):
     return f
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _birkhoff_line_search(X, a, b, da, db):
     """Exact minimisation of the dual objective along ``(a, b) + t (da, db)``.
 
@@ -150,7 +150,7 @@ def _birkhoff_line_search(X, a, b, da, db):
     return t_prev
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _birkhoff_solve(X, max_iter, tol, P):
     """Core of :func:`project_birkhoff`; returns the number of iterations.
 
@@ -251,7 +251,7 @@ def _birkhoff_solve(X, max_iter, tol, P):
     return max_iter + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def project_birkhoff(theta, max_iter=10000, tol=1e-10):
     """Euclidean projection onto the Birkhoff polytope.
 
@@ -314,7 +314,7 @@ def project_birkhoff(theta, max_iter=10000, tol=1e-10):
     return P
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def project_birkhoff_batch(Theta, k, max_iter=10000, tol=1e-10):
     """Row-wise :func:`project_birkhoff` on flattened matrices.
 

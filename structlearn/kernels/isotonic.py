@@ -34,7 +34,7 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def isotonic_decreasing(y):
     """Least-squares isotonic regression with a non-increasing constraint.
 
@@ -85,7 +85,7 @@ def isotonic_decreasing(y):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def isotonic_decreasing_batch(Theta):
     """Row-wise :func:`isotonic_decreasing`.
 
@@ -112,7 +112,7 @@ def isotonic_decreasing_batch(Theta):
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _permutahedron_sorted_w(theta, w_sorted):
     """Projection onto the permutahedron; ``w_sorted`` non-increasing."""
     k = theta.shape[0]
@@ -131,7 +131,7 @@ def _permutahedron_sorted_w(theta, w_sorted):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sorted_decreasing(w):
     """``w`` in non-increasing order, by the stable argsort that
     :func:`_permutahedron_sorted_w` uses anyway (``np.sort`` would compile
@@ -139,7 +139,7 @@ def _sorted_decreasing(w):
     return w[np.argsort(-w, kind="mergesort")]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def project_permutahedron(theta, w):
     """Euclidean projection onto the permutahedron induced by ``w``.
 
@@ -161,7 +161,7 @@ def project_permutahedron(theta, w):
     return _permutahedron_sorted_w(theta, _sorted_decreasing(w))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def project_permutahedron_batch(Theta, w):
     """Row-wise :func:`project_permutahedron` with shared weights.
 

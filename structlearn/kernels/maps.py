@@ -266,7 +266,7 @@ def permutahedron_max_marginals(theta, w):
     return MM
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def permutahedron_pinned_ranks(theta, j, r):
     """0-based ranks of the best permutation with label ``j`` at rank ``r``."""
     k = theta.shape[0]

@@ -41,7 +41,7 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _simplex_threshold(x):
     """Return ``tau`` with ``sum(max(x - tau, 0)) == 1``.
 
@@ -72,7 +72,7 @@ def _simplex_threshold(x):
     return tau
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def project_simplex(theta):
     """Euclidean projection onto the probability simplex.
 
@@ -98,7 +98,7 @@ def project_simplex(theta):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def project_simplex_batch(Theta):
     """Row-wise :func:`project_simplex`.
 
@@ -124,7 +124,7 @@ def project_simplex_batch(Theta):
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _capped_sum(theta, tau):
     """Return ``sum(clip(theta - tau, 0, 1))``."""
     s = 0.0
@@ -137,7 +137,7 @@ def _capped_sum(theta, tau):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _project_capped_simplex(theta, m):
     """Euclidean projection onto ``{u in [0, 1]^k : sum(u) = m}``.
 
@@ -214,7 +214,7 @@ def _project_capped_simplex(theta, m):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def project_knapsack(theta, lower, upper):
     """Euclidean projection onto the knapsack polytope.
 
@@ -251,7 +251,7 @@ def project_knapsack(theta, lower, upper):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def project_knapsack_batch(Theta, lower, upper):
     """Row-wise :func:`project_knapsack`.
 
@@ -273,7 +273,7 @@ def project_knapsack_batch(Theta, lower, upper):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _kl_capped_simplex(theta, m):
     """KL projection of ``exp(theta - 1)`` onto ``{u in [0,1]^k, sum u = m}``.
 
@@ -324,7 +324,7 @@ def _kl_capped_simplex(theta, m):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def project_knapsack_kl(theta, lower, upper):
     """KL projection of ``exp(theta - 1)`` onto the knapsack polytope.
 
@@ -360,7 +360,7 @@ def project_knapsack_kl(theta, lower, upper):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def project_knapsack_kl_batch(Theta, lower, upper):
     """Row-wise :func:`project_knapsack_kl`.
 

@@ -20,7 +20,7 @@ __all__ = ["sinkhorn", "sinkhorn_batch"]
 _EPS = np.finfo(np.float64).eps
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sinkhorn_primal(X, f, g, P):
     """Fill ``P = exp(X - 1 + f_i + g_j)``; return the max marginal error."""
     k = X.shape[0]
@@ -42,7 +42,7 @@ def _sinkhorn_primal(X, f, g, P):
     return err
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sinkhorn_dual_change(P, d, step, sd):
     """Change of the Sinkhorn dual along a step of length ``step``.
 
@@ -60,7 +60,7 @@ def _sinkhorn_dual_change(P, d, step, sd):
     return delta
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sinkhorn_solve(X, max_iter, tol, P):
     """Core of :func:`sinkhorn`; returns the number of iterations.
 
@@ -185,7 +185,7 @@ def _sinkhorn_solve(X, max_iter, tol, P):
     return max_iter + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sinkhorn(theta, max_iter=10000, tol=1e-10):
     """KL projection of ``exp(theta - 1)`` onto the Birkhoff polytope.
 
@@ -234,7 +234,7 @@ def sinkhorn(theta, max_iter=10000, tol=1e-10):
     return P
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sinkhorn_batch(Theta, k, max_iter=10000, tol=1e-10):
     """Row-wise :func:`sinkhorn` on flattened matrices.
 
