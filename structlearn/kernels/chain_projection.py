@@ -52,6 +52,7 @@ import numpy as np
 from numba import njit
 
 from ._arrays import grow_rows
+from .chain import _viterbi_into
 
 #: Vertex slots a piece starts with (doubled when it needs more).
 PIECE_SLOTS = 8
@@ -78,40 +79,21 @@ def _vertex_counts(Y, yo, s, e, fixed, L, K, out):
 def _piece_viterbi(Ug, r, s, e, fixed, L, K, Y, yo):
     """The piece's vertex minimising ``<grad, v>`` (``grad``: ``Ug`` on the
     unary parts, ``r`` on the counts), written into ``Y[yo:]``; returns
-    that minimum."""
+    that minimum.  (The chain's Viterbi on the piece as a block of its own,
+    scores negated, the edges to the fixed neighbours as its start and end
+    scores.)"""
     n = e - s
-    delta = np.empty(K)
-    nxt = np.empty(K)
-    bp = np.empty((n, K), dtype=np.int64)
-    for k in range(K):
-        left = r[K * K + k] if s == 0 else r[fixed[s - 1] * K + k]
-        delta[k] = Ug[s, k] + left
-    for t in range(1, n):
+    KK = K * K
+    eta = np.empty(n * K + KK + 2 * K)
+    for t in range(n):
         for k in range(K):
-            best = np.inf
-            arg = 0
-            for j in range(K):
-                v = delta[j] + r[j * K + k]
-                if v < best:
-                    best = v
-                    arg = j
-            nxt[k] = best + Ug[s + t, k]
-            bp[t, k] = arg
-        for k in range(K):
-            delta[k] = nxt[k]
-    best = np.inf
-    arg = 0
+            eta[t * K + k] = -Ug[s + t, k]
+    for j in range(KK):
+        eta[n * K + j] = -r[j]
     for k in range(K):
-        right = r[K * K + K + k] if e == L else r[k * K + fixed[e]]
-        v = delta[k] + right
-        if v < best:
-            best = v
-            arg = k
-    Y[yo + n - 1] = arg
-    for t in range(n - 1, 0, -1):
-        arg = bp[t, arg]
-        Y[yo + t - 1] = arg
-    return best
+        eta[n * K + KK + k] = -(r[KK + k] if s == 0 else r[fixed[s - 1] * K + k])
+        eta[n * K + KK + K + k] = -(r[KK + K + k] if e == L else r[k * K + fixed[e]])
+    return -_viterbi_into(eta, np.int64(0), n, K, Y, yo)
 
 
 @njit(cache=True, nogil=True)

@@ -70,7 +70,9 @@ class Chain(RaggedStructure):
     ``Omega(mu) = 1/2 ||mu_U||^2``); the transition parts enter linearly.
 
     Projection sets: ``'chain'`` (the marginal polytope; Euclidean only, by
-    the active-set solver with every part penalised) and ``'cube'`` -- the
+    the active-set solver with every part penalised, and on unconstrained
+    chains of ``PROJECTION_PIECES_MIN_LENGTH`` tokens or more by coupled
+    pieces, :meth:`_projection_pieces`) and ``'cube'`` -- the
     box of the parts' ranges, ``[0, 1]`` for unary, start and end parts and
     ``[0, L - 1]`` for the transition counts, a superset of the chain
     polytope in which projection is a clip (Euclidean) or ``min(exp(theta -
