@@ -72,7 +72,7 @@ class Chain(RaggedStructure):
     Projection sets: ``'chain'`` (the marginal polytope; Euclidean only, by
     the active-set solver with every part penalised, and on unconstrained
     chains of ``PROJECTION_PIECES_MIN_LENGTH`` tokens or more by coupled
-    pieces, :meth:`_projection_pieces`) and ``'cube'`` -- the
+    pieces, ``Chain._projection_pieces``) and ``'cube'`` -- the
     box of the parts' ranges, ``[0, 1]`` for unary, start and end parts and
     ``[0, L - 1]`` for the transition counts, a superset of the chain
     polytope in which projection is a clip (Euclidean) or ``min(exp(theta -
