@@ -399,9 +399,12 @@ class Chain(RaggedStructure):
         # thread sets it: worker threads of a fit run under the fit's limit.
         limit_blas = threading.current_thread() is threading.main_thread()
         while True:
-            with blas_threads(1) if limit_blas else contextlib.nullcontext():
-                _, _, converged = chain_projection_pieces(theta, L, K, fixed, g,
-                                                          int(max_iter), float(tol), mu)
+            try:
+                with blas_threads(1) if limit_blas else contextlib.nullcontext():
+                    _, _, converged = chain_projection_pieces(theta, L, K, fixed, g,
+                                                              int(max_iter), float(tol), mu)
+            except np.linalg.LinAlgError:   # a singular subproblem (not seen): the fallback
+                break
             r = theta - mu
             path = one.argmax(r)
             if float(r @ one.encode(path)) - float(r @ mu) <= limit:

@@ -118,3 +118,19 @@ def test_constrained_chains_keep_the_active_set(monkeypatch):
                                                theta)
     np.testing.assert_allclose(mu, ref, atol=1e-9)
     assert mu[L * K + 1] == 0.0   # the forbidden transition 0 -> 1
+
+
+def test_a_failing_kernel_falls_back_to_the_active_set(monkeypatch):
+    # a LinAlgError inside the pieces' kernel (a singular subproblem) must
+    # not fail a fit: the whole-chain active set answers instead
+    def singular(*args):
+        raise np.linalg.LinAlgError("singular matrix")
+
+    monkeypatch.setattr(chain_mod, "chain_projection_pieces", singular)
+    monkeypatch.setattr(chain_mod, "PROJECTION_PIECES_MIN_LENGTH", 10)
+    rng = np.random.default_rng(0)
+    tok_off = np.array([0, 30])
+    theta = rng.normal(size=Chain(3, tok_off).n_parts)
+    np.testing.assert_allclose(Chain(3, tok_off).project(theta),
+                               RaggedStructure._marginal_projection(Chain(3, tok_off), theta),
+                               atol=1e-12)
