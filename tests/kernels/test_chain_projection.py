@@ -134,3 +134,23 @@ def test_a_failing_kernel_falls_back_to_the_active_set(monkeypatch):
     np.testing.assert_allclose(Chain(3, tok_off).project(theta),
                                RaggedStructure._marginal_projection(Chain(3, tok_off), theta),
                                atol=1e-12)
+
+
+def test_projection_dual_gradient_is_sparsemap_counts():
+    # the dual that places the pieces: its gradient (SparseMAP's counts) is
+    # the derivative of its value, by central differences at a random point
+    # (SparseMAP's counts are unique there)
+    rng = np.random.default_rng(5)
+    K, L = 3, 12
+    a, b = rng.normal(size=L * K), rng.normal(size=K * K + 2 * K)
+    dual = chain_mod._ProjectionDual(Chain(K, np.array([0, L])), a, b)
+    z = rng.normal(size=len(b))
+    _, grad = dual.value_and_grad(z)
+    eps = 1e-6
+    for j in range(len(b)):
+        e = np.zeros(len(b))
+        e[j] = eps
+        num = (dual.value_and_grad(z + e)[0][0] - dual.value_and_grad(z - e)[0][0]) / (2 * eps)
+        assert abs(num - grad[j]) < 1e-5
+    # the counts of a point of the polytope: L - 1 transitions, one start, one end
+    assert abs(grad[:K * K].sum() - (L - 1)) < 1e-9 and abs(grad[K * K:].sum() - 2) < 1e-9
